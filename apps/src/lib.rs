@@ -1,0 +1,1 @@
+//! Shared code for weir's command-line programs.

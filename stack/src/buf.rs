@@ -1,0 +1,239 @@
+//! The buffer trait the pipeline is generic over, and payload chains.
+//!
+//! Under DPDK a buffer is an `Mbuf` (the `dpdk` crate implements [`PacketBuf`] for it);
+//! in tests, benchmarks and fuzzing it is a [`crate::mem::VecBuf`]. Dropping a buffer
+//! frees it, so the stack never has to be told how.
+//!
+//! Coalesced payload is never copied: GRO hands TCP a [`PayloadChain`], an ordered,
+//! fixed-capacity list of `(buffer, offset, length)` slices, and TCP hands the same slices
+//! to the application.
+
+use arrayvec::ArrayVec;
+
+/// What the NIC says about a received packet's checksums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ChecksumStatus {
+    /// The NIC did not check (verify in software).
+    #[default]
+    Unknown,
+    /// The NIC verified it: no need to check again.
+    Good,
+    /// The NIC found it wrong: drop.
+    Bad,
+}
+
+/// RX checksum offload results for one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RxChecksum {
+    /// The IPv4 header checksum.
+    pub ip: ChecksumStatus,
+    /// The TCP/UDP checksum (with pseudo-header).
+    pub l4: ChecksumStatus,
+}
+
+/// A TX checksum offload request: the header lengths the NIC needs to fill in the IPv4
+/// header and TCP checksums. The caller must have put the pseudo-header checksum in the
+/// TCP checksum field, as DPDK's `rte_ipv4_phdr_cksum` / `rte_ipv6_phdr_cksum` do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxChecksumOffload {
+    /// Ethernet (+ VLAN) header length.
+    pub l2_len: u8,
+    /// IP header length.
+    pub l3_len: u16,
+    /// `true` for IPv4 (the NIC also fills the IPv4 header checksum).
+    pub ipv4: bool,
+}
+
+/// A packet buffer: one contiguous frame, freed when dropped.
+pub trait PacketBuf {
+    /// The frame's bytes (Ethernet header first).
+    fn data(&self) -> &[u8];
+    /// The frame's bytes, writable.
+    fn data_mut(&mut self) -> &mut [u8];
+    /// Checksum verdicts the NIC attached on receive.
+    fn rx_checksum(&self) -> RxChecksum {
+        RxChecksum::default()
+    }
+    /// `false` when the frame spans several chained segments that `data()` does not show
+    /// in full (a multi-segment mbuf). The pipeline drops and counts such frames.
+    fn is_contiguous(&self) -> bool {
+        true
+    }
+    /// Asks the NIC to compute checksums on transmit. Returns `false` when this buffer's
+    /// device cannot (the caller then computes them in software).
+    fn request_tx_checksum(&mut self, _req: TxChecksumOffload) -> bool {
+        false
+    }
+}
+
+/// A source of empty buffers for building packets (ACKs, SYN-ACKs, ARP replies).
+pub trait BufPool {
+    /// The buffer type handed out.
+    type Buf: PacketBuf;
+    /// A buffer whose `data()` is exactly `len` bytes long (contents unspecified), or
+    /// `None` when the pool is exhausted or `len` exceeds the buffer size.
+    fn alloc(&mut self, len: usize) -> Option<Self::Buf>;
+}
+
+/// Longest payload chain GRO builds: 64 segments (a 64 KiB run of 1448-byte segments is
+/// 45; smaller segments hit this cap first, as Linux's `MAX_SKB_FRAGS`-bounded GRO does).
+pub const MAX_CHAIN: usize = 64;
+
+/// A slice of payload inside a received buffer.
+#[derive(Debug)]
+pub struct PayloadSlice<B> {
+    /// The buffer holding the bytes (keeps it alive; dropping frees it).
+    pub buf: B,
+    /// Offset of the first payload byte within `buf.data()`.
+    pub off: u16,
+    /// Number of payload bytes.
+    pub len: u16,
+}
+
+impl<B: PacketBuf> PayloadSlice<B> {
+    /// The payload bytes. Returns an empty slice if the recorded range is out of bounds
+    /// (which a correct producer never records).
+    pub fn bytes(&self) -> &[u8] {
+        let start = usize::from(self.off);
+        let end = start + usize::from(self.len);
+        self.buf.data().get(start..end).unwrap_or(&[])
+    }
+}
+
+/// An ordered list of payload slices: one coalesced segment's bytes, without copying.
+#[derive(Debug)]
+pub struct PayloadChain<B> {
+    slices: ArrayVec<PayloadSlice<B>, MAX_CHAIN>,
+    len: u32,
+}
+
+impl<B> Default for PayloadChain<B> {
+    fn default() -> Self {
+        PayloadChain {
+            slices: ArrayVec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<B: PacketBuf> PayloadChain<B> {
+    /// An empty chain.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Appends a slice; gives it back if the chain is full.
+    pub fn push(&mut self, s: PayloadSlice<B>) -> Result<(), PayloadSlice<B>> {
+        let n = u32::from(s.len);
+        self.slices.try_push(s).map_err(|e| e.element())?;
+        self.len += n;
+        Ok(())
+    }
+    /// Total payload bytes.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+    /// `true` when there is no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Number of slices (buffers).
+    pub fn slice_count(&self) -> usize {
+        self.slices.len()
+    }
+    /// `true` when no further slice fits.
+    pub fn is_full(&self) -> bool {
+        self.slices.is_full()
+    }
+    /// The slices in order.
+    pub fn slices(&self) -> &[PayloadSlice<B>] {
+        &self.slices
+    }
+    /// Takes the slices out in order.
+    pub fn drain(&mut self) -> impl Iterator<Item = PayloadSlice<B>> + '_ {
+        self.len = 0;
+        self.slices.drain(..)
+    }
+    /// Removes `n` bytes from the front (dropping buffers that become empty). Used when a
+    /// retransmission overlaps bytes already received.
+    pub fn trim_front(&mut self, mut n: u32) {
+        n = n.min(self.len);
+        self.len -= n;
+        let mut remove = 0;
+        for s in self.slices.iter_mut() {
+            if n == 0 {
+                break;
+            }
+            let take = n.min(u32::from(s.len)) as u16;
+            s.off += take;
+            s.len -= take;
+            n -= u32::from(take);
+            if s.len == 0 {
+                remove += 1;
+            }
+        }
+        self.slices.drain(..remove);
+    }
+    /// Removes bytes from the back so that at most `keep` bytes remain.
+    pub fn truncate(&mut self, keep: u32) {
+        if keep >= self.len {
+            return;
+        }
+        let mut left = keep;
+        let mut cut_at = self.slices.len();
+        for (i, s) in self.slices.iter_mut().enumerate() {
+            if left == 0 {
+                cut_at = i;
+                break;
+            }
+            if u32::from(s.len) > left {
+                s.len = left as u16;
+            }
+            left -= u32::from(s.len);
+        }
+        self.slices.truncate(cut_at);
+        self.len = keep;
+    }
+    /// Copies the payload into a `Vec` (tests and digests only; the data path never copies).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len as usize);
+        for s in &self.slices {
+            v.extend_from_slice(s.bytes());
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::VecBuf;
+
+    fn chain(parts: &[&[u8]]) -> PayloadChain<VecBuf> {
+        let mut c = PayloadChain::new();
+        for p in parts {
+            let mut frame = vec![0xee; 3];
+            frame.extend_from_slice(p);
+            let s = PayloadSlice {
+                buf: VecBuf::from_vec(frame),
+                off: 3,
+                len: p.len() as u16,
+            };
+            assert!(c.push(s).is_ok());
+        }
+        c
+    }
+
+    #[test]
+    fn trim_and_truncate_keep_order() {
+        let mut c = chain(&[b"abc", b"defg", b"hi"]);
+        assert_eq!(c.len(), 9);
+        c.trim_front(4);
+        assert_eq!(c.to_vec(), b"efghi");
+        assert_eq!(c.slice_count(), 2);
+        c.truncate(3);
+        assert_eq!(c.to_vec(), b"efg");
+        assert_eq!(c.len(), 3);
+        c.trim_front(100);
+        assert!(c.is_empty());
+    }
+}
