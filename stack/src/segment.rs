@@ -5,11 +5,11 @@
 //! no checksum recomputation. Every TCP segment reaches TCP this way, coalesced or not (a
 //! SYN, a RST or a lone segment is a run of one).
 
-use crate::buf::PayloadChain;
+use crate::buf::{PayloadChain, PayloadSlice};
 use crate::flow::FlowKey;
 use crate::seq::SeqNumber;
 use crate::time::Instant;
-use crate::wire::{TcpFlags, TcpOptions, Timestamp};
+use crate::wire::{TcpFlags, TcpMeta, TcpOptions, Timestamp};
 
 /// One coalesced run of a flow's contiguous segments (or a single segment).
 #[derive(Debug)]
@@ -44,12 +44,39 @@ pub struct Segment<B> {
     pub payload: PayloadChain<B>,
 }
 
-impl<B> Segment<B> {
+impl<B: crate::buf::PacketBuf> Segment<B> {
+    /// A run of one: the segment described by `meta`, whose payload lies in `buf`. This is
+    /// how GRO starts a run and how the pipeline passes segments on with GRO off.
+    pub fn from_meta(meta: &TcpMeta, buf: B, now: Instant) -> Self {
+        let mut payload = PayloadChain::new();
+        if meta.payload_len > 0 {
+            // A fresh chain always has room for one slice.
+            let _ = payload.push(PayloadSlice {
+                buf,
+                off: meta.payload_off,
+                len: meta.payload_len,
+            });
+        }
+        Segment {
+            flow: meta.flow,
+            peer_mac: meta.src_mac,
+            local_mac: meta.dst_mac,
+            seq: meta.seq,
+            ack: meta.ack,
+            flags: meta.flags,
+            window: meta.window,
+            opts: meta.opts,
+            ts_last: meta.opts.timestamp,
+            segs: 1,
+            gso_size: meta.payload_len,
+            first_rx: now,
+            payload,
+        }
+    }
+
+
     /// Sequence space the segment occupies: payload plus one each for SYN and FIN.
-    pub fn seq_len(&self) -> usize
-    where
-        B: crate::buf::PacketBuf,
-    {
+    pub fn seq_len(&self) -> usize {
         self.payload.len() as usize
             + usize::from(self.flags.contains(TcpFlags::SYN))
             + usize::from(self.flags.contains(TcpFlags::FIN))

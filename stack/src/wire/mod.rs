@@ -142,6 +142,9 @@ pub struct NetMeta {
     pub ip_id: u16,
     /// IPv6 flow label (0 for IPv4).
     pub flow_label: u32,
+    /// The IPv4 header carried options (IHL > 5) or the IPv6 header extension headers:
+    /// such a segment is delivered but never merged by GRO (Linux `inet_gro_receive`).
+    pub ip_options: bool,
 }
 
 /// Most TCP option bytes (data offset 15 words).
