@@ -1,1 +1,540 @@
-//! (being written: see the open issues)
+//! Generic receive offload: coalesce each flow's contiguous segments under a nanosecond
+//! flush timer.
+//!
+//! Read first: Linux `net/ipv4/tcp_offload.c` (`tcp_gro_receive`), `include/net/gro.h`
+//! (`inet_gro_flush`, `ipv6_gro_flush`), `net/core/gro.c` (`dev_gro_receive`,
+//! `gro_flush_oldest`) and `net/core/dev.c` (`napi_complete_done`), summarised in
+//! `../shared/reference/linux-receive-path.md` §1-2; DPDK's `rte_gro` and the defects weir
+//! avoids (a linear flow scan, flagged segments overtaking held data) in `prior-art.md` §1.
+//!
+//! # What GRO does
+//!
+//! [`Gro::handle_segment`] takes one parsed segment ([`TcpMeta`] plus its buffer) and
+//! either appends its payload to the flow's held run or passes segments on as
+//! [`Segment`]s through the caller's `out` callback. A run is emitted (flushed) when its
+//! last segment ends it (PSH, FIN, short), when it is full, when the flow's next segment
+//! cannot join it, when its time is up, when the table needs its room, or on shutdown.
+//! Every output unit is counted by [`FlushReason`] in [`GroStats`].
+//!
+//! The merge rules are Linux's, per pair (the held run `p`, the new segment `s`):
+//!
+//! - same flow: addresses, ports, VLAN ([`FlowKey`]) and, for IPv6, the flow label
+//!   (`ipv6_gro_receive` compares the first word under mask `0xF00FFFFF`);
+//! - `s.seq == p.seq + p.len` (`tcp_gro_receive`: anything else, an out-of-order segment,
+//!   a retransmission or an overlap, flushes `p` and may start a new run);
+//! - identical ACK number, window field, data offset, and flags other than CWR/FIN/PSH
+//!   (`tcp_flag_word` compared under `~(CWR|FIN|PSH)`);
+//! - identical option bytes, **except TSval**, which may stay equal or rise within a run
+//!   but never fall (weir's relaxation, docs/PLAN.md "GRO timestamp rule": Linux compares
+//!   every option byte; senders with microsecond TS clocks would then never coalesce). The
+//!   output carries the first segment's options, whose TSval is the one to echo (RFC 7323
+//!   §4.3), and the last segment's timestamp in [`Segment::ts_last`] (PAWS, `ts_recent`);
+//! - same TTL/hop limit and TOS/traffic class; for IPv4 the same DF bit, and an IP ID that
+//!   is either fixed (decided on the second segment, only with DF) or equals the first
+//!   segment's ID plus the number of segments held (`inet_gro_flush`, `ipv6_gro_flush`);
+//! - `s.len <= p.gso_size`, the first segment's payload length (`(len - 1) >= mss`
+//!   flushes in `tcp_gro_receive`): a bigger segment flushes `p` and starts a new run.
+//!
+//! A segment with CWR, SYN, RST or URG, with IP options or extension headers
+//! ([`NetMeta::ip_options`](crate::wire::NetMeta::ip_options)), or without payload is
+//! never merged: the flow's held run is flushed first, then the segment is passed on as a
+//! run of one. (Linux lets a CWR segment head a new run; weir passes it through, which
+//! costs nothing measurable: CWR is sent once per congestion event.) A segment that is
+//! shorter than `gso_size`, or carries PSH or FIN, is merged and ends the run at once
+//! (`out_check_final`). A run ends when it reaches `max_segs` segments or when one more
+//! full-sized segment would pass `max_bytes` (Linux stops below `gro_max_size` = 64 KiB in
+//! `skb_gro_receive`); it is never held past either. Bad checksums and fragments never
+//! reach GRO: the parser drops them.
+//!
+//! Order within a flow never changes: whatever GRO does not merge, it emits only after the
+//! flow's held run. (DPDK 22.11's `rte_gro` returns flagged segments ahead of held data;
+//! fixed upstream in 547f294357.)
+//!
+//! # The flush timer
+//!
+//! `flush_ns` is the longest any segment may be held, counted from its run's first
+//! segment. Runs sit in the flow table in the order their first segment arrived; with one
+//! `flush_ns` for all of them the oldest always expires first, so [`Gro::flush_expired`]
+//! looks at the head of that list only: O(expired + 1) per call, whatever the flow count.
+//!
+//! # Call order (one pipeline iteration)
+//!
+//! 1. [`Gro::handle_segment`] for each segment of the received burst, in arrival order;
+//! 2. [`Gro::end_of_burst`] once after the burst: with `flush_ns = 0` it flushes every
+//!    held run (NAPI without `gro_flush_timeout`, `napi_complete_done`), otherwise the runs
+//!    whose deadline passed;
+//! 3. on iterations with no burst, [`Gro::flush_expired`] (or [`Gro::end_of_burst`]);
+//!    [`Gro::next_deadline`] says when the next run expires;
+//! 4. [`Gro::flush_all`] on shutdown.
+//!
+//! Called every iteration, a segment is held at most `flush_ns` plus one iteration. `now`
+//! must not go backwards.
+
+mod stats;
+mod table;
+
+#[cfg(test)]
+mod tests;
+
+pub use stats::{FlushReason, GroStats};
+
+use crate::buf::{PacketBuf, PayloadChain, PayloadSlice, MAX_CHAIN};
+use crate::flow::FlowKey;
+use crate::segment::Segment;
+use crate::seq::SeqNumber;
+use crate::time::{Duration, Instant};
+use crate::wire::{TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES};
+use table::{FlowTable, Run, MAX_RUNS};
+
+/// GRO settings for one pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroConfig {
+    /// The longest any segment may be held, counted from its run's first segment. Zero
+    /// flushes everything at the end of each burst (Linux's default `gro_flush_timeout`).
+    pub flush_ns: Duration,
+    /// Runs held at once (the flow table's capacity); when full, the oldest run is flushed
+    /// to make room. Clamped to `1..=16,777,216`.
+    pub max_flows: usize,
+    /// Most segments in one run. Clamped to `1..=MAX_CHAIN` (64): one chain slot each.
+    pub max_segs: u16,
+    /// Most payload bytes in one run; a run ends before it would pass this. The default,
+    /// 65,535, keeps a run under Linux's `GRO_LEGACY_MAX_SIZE` (64 KiB).
+    pub max_bytes: u32,
+}
+
+impl Default for GroConfig {
+    fn default() -> Self {
+        GroConfig {
+            flush_ns: Duration::ZERO,
+            max_flows: 4096,
+            max_segs: MAX_CHAIN as u16,
+            max_bytes: 65_535,
+        }
+    }
+}
+
+impl GroConfig {
+    /// This configuration with every field clamped to what [`Gro`] supports.
+    pub fn clamped(self) -> Self {
+        GroConfig {
+            flush_ns: self.flush_ns,
+            max_flows: self.max_flows.clamp(1, MAX_RUNS),
+            max_segs: self.max_segs.clamp(1, MAX_CHAIN as u16),
+            max_bytes: self.max_bytes.max(1),
+        }
+    }
+}
+
+/// Flags that keep a segment out of any run (Linux: CWR in `tcp_gro_receive`'s first
+/// check, URG/RST/SYN in `out_check_final`).
+const NEVER_MERGE: TcpFlags =
+    TcpFlags(TcpFlags::CWR.0 | TcpFlags::SYN.0 | TcpFlags::RST.0 | TcpFlags::URG.0);
+
+/// Flags that end a run once merged (`out_check_final`).
+const ENDS_RUN: TcpFlags = TcpFlags(TcpFlags::PSH.0 | TcpFlags::FIN.0);
+
+/// Flags allowed to differ between a run and a segment joining it (`tcp_gro_receive`
+/// compares `tcp_flag_word` under `~(TCP_FLAG_CWR | TCP_FLAG_FIN | TCP_FLAG_PSH)`).
+const MAY_DIFFER: u8 = TcpFlags::CWR.0 | TcpFlags::FIN.0 | TcpFlags::PSH.0;
+
+/// What a segment must share with a run to join it, packed into words so the merge check
+/// is a handful of XORs: ACK, window, data offset and flags in `hdr`; TTL, TOS, DF, TSval
+/// position and IPv6 flow label in `net`; option bytes (TSval masked) in `opts`.
+#[derive(Clone, Copy)]
+struct HeaderSig {
+    hdr: u64,
+    net: u64,
+    opts: [u64; 5],
+}
+
+impl HeaderSig {
+    #[inline]
+    fn of(meta: &TcpMeta) -> Self {
+        let hdr = u64::from(meta.ack.get()) << 32
+            | u64::from(meta.window) << 16
+            | u64::from(meta.header_len) << 8
+            | u64::from(meta.flags.0 & !MAY_DIFFER);
+        let n = meta.net;
+        let tsval_at = meta.tsval_at.unwrap_or(u8::MAX);
+        let net = u64::from(n.ttl)
+            | u64::from(n.tos) << 8
+            | u64::from(n.df) << 16
+            | u64::from(tsval_at) << 24
+            | u64::from(n.flow_label) << 32;
+        // Only the `header_len - 20` option bytes present count; TSval is masked because it
+        // may rise within a run (compared separately).
+        let mut b = meta.raw_opts;
+        let present = usize::from(meta.header_len.saturating_sub(20)).min(MAX_OPTION_BYTES);
+        b[present..].fill(0);
+        if let Some(t) = b.get_mut(usize::from(tsval_at)..usize::from(tsval_at) + 4) {
+            t.fill(0);
+        }
+        let mut opts = [0u64; 5];
+        for (w, c) in opts.iter_mut().zip(b.chunks_exact(8)) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            *w = u64::from_le_bytes(a);
+        }
+        HeaderSig { hdr, net, opts }
+    }
+
+    /// Non-zero when any packed field differs from `run`'s.
+    #[inline]
+    fn diff(&self, run: &Run) -> u64 {
+        let mut d = (self.hdr ^ run.hdr) | (self.net ^ run.net);
+        for (a, b) in self.opts.iter().zip(run.opts.iter()) {
+            d |= a ^ b;
+        }
+        d
+    }
+}
+
+/// The cold part of a held run: read only when the run is emitted.
+#[derive(Debug)]
+struct Cold<B> {
+    seq: SeqNumber,
+    peer_mac: [u8; 6],
+    local_mac: [u8; 6],
+    opts: TcpOptions,
+    chain: PayloadChain<B>,
+}
+
+impl<B> Default for Cold<B> {
+    fn default() -> Self {
+        Cold {
+            seq: SeqNumber(0),
+            peer_mac: [0; 6],
+            local_mac: [0; 6],
+            opts: TcpOptions::default(),
+            chain: PayloadChain::default(),
+        }
+    }
+}
+
+/// Why a segment did not join the flow's held run.
+enum NoMerge {
+    /// It would pass `max_bytes` (flush the run as [`FlushReason::Size`]).
+    Full,
+    /// It does not match or is not contiguous ([`FlushReason::Gap`]).
+    Mismatch,
+}
+
+/// The GRO stage of one pipeline: a flow table of held runs, the flush timer and counters.
+/// See the [module documentation](self) for the rules and the call order.
+pub struct Gro<B> {
+    cfg: GroConfig,
+    table: FlowTable,
+    /// Cold halves of the runs, indexed by the table's slots.
+    cold: Box<[Cold<B>]>,
+    stats: GroStats,
+}
+
+impl<B: PacketBuf> Gro<B> {
+    /// A GRO stage with `cfg` (clamped, see [`GroConfig::clamped`]). Allocates everything
+    /// it will ever use: nothing on the data path allocates.
+    pub fn new(cfg: GroConfig) -> Self {
+        let cfg = cfg.clamped();
+        let table = FlowTable::new(cfg.max_flows);
+        let cold = (0..table.capacity()).map(|_| Cold::default()).collect();
+        Gro {
+            cfg,
+            table,
+            cold,
+            stats: GroStats::default(),
+        }
+    }
+
+    /// The configuration in effect (after clamping).
+    pub fn config(&self) -> &GroConfig {
+        &self.cfg
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &GroStats {
+        &self.stats
+    }
+
+    /// Runs currently held (never more than `max_flows`).
+    pub fn held_runs(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Takes one received segment, `meta` as parsed from `buf`, received at `now`. Emits
+    /// through `out`, in order, whatever this segment completes: possibly the flow's held
+    /// run, then possibly a run containing this segment. Whatever is held is emitted by a
+    /// later call.
+    #[inline]
+    pub fn handle_segment(
+        &mut self,
+        now: Instant,
+        meta: &TcpMeta,
+        buf: B,
+        out: &mut impl FnMut(Segment<B>),
+    ) {
+        self.stats.segments_in += 1;
+        self.stats.held_segments += 1;
+        let hash = meta.flow.hash32();
+        let held = self.table.lookup(hash, &meta.flow);
+
+        if meta.flags.intersects(NEVER_MERGE) || meta.net.ip_options || meta.payload_len == 0 {
+            // Never merged; whatever the flow holds goes first so order is kept.
+            if let Some(s) = held {
+                self.flush_slot(s, FlushReason::Gap, out);
+            }
+            self.emit_one(now, meta, buf, FlushReason::Passthrough, out);
+            return;
+        }
+
+        let sig = HeaderSig::of(meta);
+        let Some(s) = held else {
+            self.start_run(now, hash, meta, &sig, buf, out);
+            return;
+        };
+        match self.can_merge(s, meta, &sig) {
+            Ok(()) => self.merge(s, meta, buf, out),
+            Err(why) => {
+                let reason = match why {
+                    NoMerge::Full => FlushReason::Size,
+                    NoMerge::Mismatch => FlushReason::Gap,
+                };
+                self.flush_slot(s, reason, out);
+                self.start_run(now, hash, meta, &sig, buf, out);
+            }
+        }
+    }
+
+    /// Call once after each received burst. With `flush_ns = 0` flushes every held run
+    /// ([`FlushReason::BurstEnd`], as `napi_complete_done` does without
+    /// `gro_flush_timeout`); otherwise flushes the runs whose deadline passed
+    /// ([`FlushReason::Timer`]).
+    pub fn end_of_burst(&mut self, now: Instant, out: &mut impl FnMut(Segment<B>)) {
+        if self.cfg.flush_ns == Duration::ZERO {
+            self.flush_all_as(FlushReason::BurstEnd, out);
+        } else {
+            self.flush_expired(now, out);
+        }
+    }
+
+    /// Flushes every run held for `flush_ns` or longer ([`FlushReason::Timer`]), oldest
+    /// first. Costs O(expired + 1): runs are kept in arrival order and the oldest expires
+    /// first.
+    pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(Segment<B>)) {
+        while let Some(s) = self.table.oldest() {
+            if self.table.run(s).first_rx + self.cfg.flush_ns > now {
+                break;
+            }
+            self.flush_slot(s, FlushReason::Timer, out);
+        }
+    }
+
+    /// When the oldest held run expires, or `None` when nothing is held.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.table
+            .oldest()
+            .map(|s| self.table.run(s).first_rx + self.cfg.flush_ns)
+    }
+
+    /// Flushes every held run, oldest first ([`FlushReason::Shutdown`]).
+    pub fn flush_all(&mut self, out: &mut impl FnMut(Segment<B>)) {
+        self.flush_all_as(FlushReason::Shutdown, out);
+    }
+
+    fn flush_all_as(&mut self, reason: FlushReason, out: &mut impl FnMut(Segment<B>)) {
+        while let Some(s) = self.table.oldest() {
+            self.flush_slot(s, reason, out);
+        }
+    }
+
+    /// Whether `meta` may join the run in slot `s` (all of Linux's per-pair checks).
+    #[inline]
+    fn can_merge(&self, s: u32, meta: &TcpMeta, sig: &HeaderSig) -> Result<(), NoMerge> {
+        let run = self.table.run(s);
+        let tsval = meta.opts.timestamp.map_or(0, |t| t.tsval);
+        // TSval may stay or rise, in modular order (RFC 7323 §5.3), never fall.
+        let ts_fell = (tsval.wrapping_sub(run.tsval) as i32) < 0;
+        // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
+        let too_long = meta.payload_len > run.gso_size;
+        let gap = meta.seq.get() != run.next_seq;
+        let mismatch = sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, meta);
+        if mismatch {
+            return Err(NoMerge::Mismatch);
+        }
+        // `skb_gro_receive` refuses (-E2BIG) what would pass the size limit. Normally
+        // unreachable: a run ends as soon as one more full segment would not fit.
+        if run.len + u32::from(meta.payload_len) > self.cfg.max_bytes
+            || usize::from(run.segs) >= MAX_CHAIN
+        {
+            return Err(NoMerge::Full);
+        }
+        Ok(())
+    }
+
+    /// Appends `meta`'s payload to the run in slot `s`; emits the run if this ends it.
+    #[inline]
+    fn merge(&mut self, s: u32, meta: &TcpMeta, buf: B, out: &mut impl FnMut(Segment<B>)) {
+        let slice = PayloadSlice {
+            buf,
+            off: meta.payload_off,
+            len: meta.payload_len,
+        };
+        if let Err(slice) = self.cold[s as usize].chain.push(slice) {
+            // Unreachable (`can_merge` checks the chain's room); keep order and the data.
+            let now = self.table.run(s).first_rx;
+            self.flush_slot(s, FlushReason::Size, out);
+            self.emit_one(now, meta, slice.buf, FlushReason::Size, out);
+            return;
+        }
+        let len = meta.payload_len;
+        let cfg = self.cfg;
+        let run = self.table.run_mut(s);
+        let v4 = !run.flow.v6;
+        if v4 && run.segs == 1 && meta.net.ip_id == run.ip_id {
+            run.fixed_id = true;
+        }
+        run.next_seq = run.next_seq.wrapping_add(u32::from(len));
+        run.len += u32::from(len);
+        run.segs += 1;
+        run.flags |= meta.flags.0;
+        if let Some(t) = meta.opts.timestamp {
+            run.tsval = t.tsval;
+        }
+        let ended = if meta.flags.intersects(ENDS_RUN) || len < run.gso_size {
+            Some(FlushReason::Flags)
+        } else if run.segs >= cfg.max_segs || run.len + u32::from(run.gso_size) > cfg.max_bytes {
+            Some(FlushReason::Size)
+        } else {
+            None
+        };
+        if let Some(reason) = ended {
+            self.flush_slot(s, reason, out);
+        }
+    }
+
+    /// Starts a run with `meta`: holds it, or emits it at once when it already ends.
+    fn start_run(
+        &mut self,
+        now: Instant,
+        hash: u32,
+        meta: &TcpMeta,
+        sig: &HeaderSig,
+        buf: B,
+        out: &mut impl FnMut(Segment<B>),
+    ) {
+        let len = meta.payload_len;
+        if meta.flags.intersects(ENDS_RUN) {
+            // `out_check_final`: a PSH/FIN segment is never held as a new head.
+            self.emit_one(now, meta, buf, FlushReason::Flags, out);
+            return;
+        }
+        if self.cfg.max_segs <= 1 || 2 * u32::from(len) > self.cfg.max_bytes {
+            self.emit_one(now, meta, buf, FlushReason::Size, out);
+            return;
+        }
+        // Room: the oldest run of a full table, or of a full bucket, goes first
+        // (`gro_flush_oldest`). Two flushes at most.
+        while let Some(v) = self.table.victim_for(hash) {
+            self.flush_slot(v, FlushReason::Eviction, out);
+        }
+        let run = Run {
+            flow: meta.flow,
+            hdr: sig.hdr,
+            net: sig.net,
+            opts: sig.opts,
+            next_seq: meta.seq.get().wrapping_add(u32::from(len)),
+            tsval: meta.opts.timestamp.map_or(0, |t| t.tsval),
+            len: u32::from(len),
+            gso_size: len,
+            segs: 1,
+            ip_id: meta.net.ip_id,
+            fixed_id: false,
+            flags: meta.flags.0,
+            first_rx: now,
+            hash,
+        };
+        let Some(s) = self.table.insert(run) else {
+            // Unreachable: `victim_for` returned `None`, so there is room.
+            self.emit_one(now, meta, buf, FlushReason::Eviction, out);
+            return;
+        };
+        let c = &mut self.cold[s as usize];
+        c.seq = meta.seq;
+        c.peer_mac = meta.src_mac;
+        c.local_mac = meta.dst_mac;
+        c.opts = meta.opts;
+        // The chain is empty (drained when the slot's last run was emitted).
+        let _ = c.chain.push(PayloadSlice {
+            buf,
+            off: meta.payload_off,
+            len,
+        });
+    }
+
+    /// Emits one segment as a run of one.
+    #[inline]
+    fn emit_one(
+        &mut self,
+        now: Instant,
+        meta: &TcpMeta,
+        buf: B,
+        reason: FlushReason,
+        out: &mut impl FnMut(Segment<B>),
+    ) {
+        self.stats.record(reason, 1);
+        out(Segment::from_meta(meta, buf, now));
+    }
+
+    /// Emits the run in slot `s` and frees the slot.
+    fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(Segment<B>)) {
+        let run = *self.table.run(s);
+        self.table.remove(s);
+        let c = &mut self.cold[s as usize];
+        let seg = Segment {
+            flow: run.flow,
+            peer_mac: c.peer_mac,
+            local_mac: c.local_mac,
+            seq: c.seq,
+            ack: SeqNumber((run.hdr >> 32) as u32),
+            // First segment's flags | PSH/FIN of the rest: every other flag is identical
+            // across the run, so the OR of all is exactly Linux's result.
+            flags: TcpFlags(run.flags),
+            window: (run.hdr >> 16) as u16,
+            opts: c.opts,
+            ts_last: c.opts.timestamp.map(|t| Timestamp {
+                tsval: run.tsval,
+                tsecr: t.tsecr,
+            }),
+            segs: run.segs,
+            gso_size: run.gso_size,
+            first_rx: run.first_rx,
+            payload: core::mem::take(&mut c.chain),
+        };
+        self.stats.record(reason, run.segs);
+        out(seg);
+    }
+}
+
+/// IPv4 ID rule of `inet_gro_flush`: on the second segment a zero ID delta with DF set
+/// makes the run "fixed ID"; then every ID must equal the first, otherwise each must be
+/// the first plus the number of segments held. IPv6 has no ID.
+#[inline]
+fn ip_id_ok(run: &Run, meta: &TcpMeta) -> bool {
+    if run.flow.v6 {
+        return true;
+    }
+    let delta = meta.net.ip_id.wrapping_sub(run.ip_id);
+    let fixed = run.fixed_id || (run.segs == 1 && meta.net.df && delta == 0);
+    delta == if fixed { 0 } else { run.segs }
+}
+
+impl<B> core::fmt::Debug for Gro<B> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Gro")
+            .field("cfg", &self.cfg)
+            .field("held_runs", &self.table.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// Compile-time check that the flow key stays small enough for a compact run entry.
+const _: () = assert!(core::mem::size_of::<FlowKey>() <= 40);

@@ -1,0 +1,373 @@
+//! GRO's per-core flow table: the runs currently held, found by flow in O(1).
+//!
+//! Three fixed-size arrays, all allocated in [`FlowTable::new`] and never again:
+//!
+//! - **buckets**: a hash index of [`WAYS`]-way buckets, one 64-byte cache line each
+//!   (eight 32-bit hashes, eight slot numbers), chosen by the high bits of
+//!   [`FlowKey::hash32`]. A lookup reads one bucket line and then the candidate run, so it
+//!   costs the same at 1 flow and at 4,096. A bucket never chains: when all its ways are
+//!   taken, the oldest run in it is flushed (Linux bounds its GRO lists the same way:
+//!   `MAX_GRO_SKBS` per bucket and `gro_flush_oldest`, net/core/gro.c). There are about
+//!   half as many buckets as runs, so with a uniform hash a bucket overflows only rarely
+//!   even with every run held.
+//! - **runs**: a slab of [`Run`]s, the hot per-run fields the merge check reads, indexed by
+//!   slot. The cold part (the first header's options and MACs, and the payload chain)
+//!   lives in a parallel slab owned by the engine.
+//! - **arrival list**: the held runs in the order their first segment arrived, as a doubly
+//!   linked list threaded through the slab. With one `flush_ns` for every run, the oldest
+//!   run is always the first to expire, so the timer looks at the head only, and a run
+//!   flushed early (flags, gap, size) is unlinked in O(1).
+//!
+//! Entries exist only while a run is held: a flushed run's slot goes back on the free
+//! list and its bucket way is cleared.
+
+use crate::flow::FlowKey;
+use crate::time::Instant;
+
+/// Ways per bucket: one cache line of hashes and slots.
+pub(crate) const WAYS: usize = 8;
+
+/// "No slot": an empty bucket way, the end of the arrival list.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Largest table weir builds: slot numbers are `u32` and [`NIL`] is reserved.
+pub(crate) const MAX_RUNS: usize = 1 << 24;
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket {
+    hash: [u32; WAYS],
+    slot: [u32; WAYS],
+}
+
+const EMPTY_BUCKET: Bucket = Bucket {
+    hash: [0; WAYS],
+    slot: [NIL; WAYS],
+};
+
+/// The hot fields of one held run: everything `handle_segment`'s merge check reads, kept
+/// together so the check touches as few cache lines as possible.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    /// The flow (checked on lookup: bucket hashes are only a filter).
+    pub(crate) flow: FlowKey,
+    /// ACK number, window field, TCP header length and the flags that must be identical
+    /// across a run, packed as [`super::HeaderSig`] builds them.
+    pub(crate) hdr: u64,
+    /// TTL/hop limit, TOS/traffic class, DF, IPv6 flow label and TSval position, packed.
+    pub(crate) net: u64,
+    /// The option bytes with the TSval masked out, as five words.
+    pub(crate) opts: [u64; 5],
+    /// Sequence number the next segment must carry: first seq + payload so far.
+    pub(crate) next_seq: u32,
+    /// The newest TSval merged (may rise within a run, never fall).
+    pub(crate) tsval: u32,
+    /// Payload bytes held.
+    pub(crate) len: u32,
+    /// The first segment's payload length (Linux's `gso_size`).
+    pub(crate) gso_size: u16,
+    /// Segments held.
+    pub(crate) segs: u16,
+    /// The first segment's IPv4 ID.
+    pub(crate) ip_id: u16,
+    /// The IPv4 ID stays fixed instead of incrementing (Linux's `ip_fixedid`).
+    pub(crate) fixed_id: bool,
+    /// The flags of every segment OR'ed together.
+    pub(crate) flags: u8,
+    /// When the first segment arrived.
+    pub(crate) first_rx: Instant,
+    /// `flow.hash32()`, to find the bucket again on removal.
+    pub(crate) hash: u32,
+}
+
+/// A run's neighbours in arrival order ([`NIL`] at the ends).
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// The next-older run.
+    prev: u32,
+    /// The next-younger run.
+    next: u32,
+}
+
+impl Run {
+    /// A free slab entry.
+    pub(crate) const EMPTY: Run = Run {
+        flow: FlowKey {
+            src: [0; 16],
+            dst: [0; 16],
+            sport: 0,
+            dport: 0,
+            vlan: 0,
+            v6: false,
+        },
+        hdr: 0,
+        net: 0,
+        opts: [0; 5],
+        next_seq: 0,
+        tsval: 0,
+        len: 0,
+        gso_size: 0,
+        segs: 0,
+        ip_id: 0,
+        fixed_id: false,
+        flags: 0,
+        first_rx: Instant::ZERO,
+        hash: 0,
+    };
+}
+
+/// The held runs, by flow and by age. See the module documentation.
+pub(crate) struct FlowTable {
+    buckets: Box<[Bucket]>,
+    runs: Box<[Run]>,
+    links: Box<[Link]>,
+    free: Vec<u32>,
+    /// Oldest held run, or [`NIL`].
+    head: u32,
+    /// Youngest held run, or [`NIL`].
+    tail: u32,
+}
+
+impl FlowTable {
+    /// A table holding at most `capacity` runs (clamped to `1..=MAX_RUNS`).
+    pub(crate) fn new(capacity: usize) -> Self {
+        let capacity = capacity.clamp(1, MAX_RUNS);
+        // About two runs per 8-way bucket when full: a uniform hash then overflows a
+        // bucket (Poisson mean 2, more than 8) with probability about 2.4e-4 per bucket.
+        let nbuckets = capacity.div_ceil(2).next_power_of_two();
+        FlowTable {
+            buckets: vec![EMPTY_BUCKET; nbuckets].into_boxed_slice(),
+            runs: vec![Run::EMPTY; capacity].into_boxed_slice(),
+            links: vec![
+                Link {
+                    prev: NIL,
+                    next: NIL
+                };
+                capacity
+            ]
+            .into_boxed_slice(),
+            // Pop order hands out slot 0 first, so a small working set stays compact.
+            free: (0..capacity as u32).rev().collect(),
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    /// Most runs the table holds.
+    pub(crate) fn capacity(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Runs held.
+    pub(crate) fn len(&self) -> usize {
+        self.runs.len() - self.free.len()
+    }
+
+    #[inline]
+    fn bucket_of(&self, hash: u32) -> usize {
+        // High bits of the hash (`hash32` mixes them best), by multiply-shift: correct for
+        // any bucket count, no shift by 32 when there is one bucket.
+        ((u64::from(hash) * self.buckets.len() as u64) >> 32) as usize
+    }
+
+    /// The slot holding `flow`'s run, if one is held.
+    #[inline]
+    pub(crate) fn lookup(&self, hash: u32, flow: &FlowKey) -> Option<u32> {
+        let b = &self.buckets[self.bucket_of(hash)];
+        for w in 0..WAYS {
+            let s = b.slot[w];
+            if b.hash[w] == hash && s != NIL {
+                if let Some(r) = self.runs.get(s as usize) {
+                    if r.flow == *flow {
+                        return Some(s);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The run that must be flushed before a run with `hash` can be inserted: the oldest
+    /// run of all when the table is full, else the oldest in the bucket when the bucket is
+    /// full. `None` when there is room. At most two calls (then flushes) free the room.
+    pub(crate) fn victim_for(&self, hash: u32) -> Option<u32> {
+        if self.free.is_empty() {
+            return Some(self.head);
+        }
+        let b = &self.buckets[self.bucket_of(hash)];
+        if b.slot.contains(&NIL) {
+            return None;
+        }
+        let mut oldest = b.slot[0];
+        for &s in &b.slot[1..] {
+            if self.runs[s as usize].first_rx < self.runs[oldest as usize].first_rx {
+                oldest = s;
+            }
+        }
+        Some(oldest)
+    }
+
+    /// Stores `run` as the youngest run and returns its slot, or `None` when there is no
+    /// room (call [`FlowTable::victim_for`] and flush first).
+    pub(crate) fn insert(&mut self, run: Run) -> Option<u32> {
+        let bi = self.bucket_of(run.hash);
+        let b = &mut self.buckets[bi];
+        let w = b.slot.iter().position(|&s| s == NIL)?;
+        let s = self.free.pop()?;
+        b.slot[w] = s;
+        b.hash[w] = run.hash;
+        self.links[s as usize] = Link {
+            prev: self.tail,
+            next: NIL,
+        };
+        if self.tail == NIL {
+            self.head = s;
+        } else {
+            self.links[self.tail as usize].next = s;
+        }
+        self.tail = s;
+        self.runs[s as usize] = run;
+        Some(s)
+    }
+
+    /// Removes the run in slot `s` from the index and the arrival list and frees the slot.
+    pub(crate) fn remove(&mut self, s: u32) {
+        let (Some(r), Some(&Link { prev, next })) =
+            (self.runs.get(s as usize), self.links.get(s as usize))
+        else {
+            return;
+        };
+        let hash = r.hash;
+        let bi = self.bucket_of(hash);
+        let b = &mut self.buckets[bi];
+        if let Some(w) = b.slot.iter().position(|&x| x == s) {
+            b.slot[w] = NIL;
+        }
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.links[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.links[next as usize].prev = prev;
+        }
+        self.links[s as usize] = Link {
+            prev: NIL,
+            next: NIL,
+        };
+        self.free.push(s);
+    }
+
+    /// The oldest held run (the first to expire), if any.
+    #[inline]
+    pub(crate) fn oldest(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    /// The run in slot `s`.
+    #[inline]
+    pub(crate) fn run(&self, s: u32) -> &Run {
+        &self.runs[s as usize]
+    }
+
+    /// The run in slot `s`, writable.
+    #[inline]
+    pub(crate) fn run_mut(&mut self, s: u32) -> &mut Run {
+        &mut self.runs[s as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::net::Ipv4Addr;
+
+    fn key(i: u16) -> FlowKey {
+        FlowKey::v4(
+            Ipv4Addr::new(10, 0, (i >> 8) as u8, i as u8),
+            1000 + i,
+            Ipv4Addr::new(10, 1, 0, 1),
+            80,
+        )
+    }
+
+    fn run(i: u16, t: u64) -> Run {
+        let flow = key(i);
+        Run {
+            flow,
+            hash: flow.hash32(),
+            first_rx: Instant::from_nanos(t),
+            ..Run::EMPTY
+        }
+    }
+
+    #[test]
+    fn insert_lookup_remove_keeps_arrival_order() {
+        let mut t = FlowTable::new(8);
+        let mut slots = Vec::new();
+        for i in 0..8 {
+            let r = run(i, u64::from(i));
+            assert_eq!(t.victim_for(r.hash), None);
+            slots.push(t.insert(r).expect("room"));
+        }
+        assert_eq!(t.len(), 8);
+        for i in 0..8 {
+            assert_eq!(
+                t.lookup(key(i).hash32(), &key(i)),
+                Some(slots[usize::from(i)])
+            );
+        }
+        assert_eq!(t.lookup(key(99).hash32(), &key(99)), None);
+        // Full: the victim is the oldest of all.
+        assert_eq!(t.victim_for(key(99).hash32()), Some(slots[0]));
+        t.remove(slots[3]);
+        t.remove(slots[0]);
+        assert_eq!(t.oldest(), Some(slots[1]));
+        assert_eq!(t.lookup(key(3).hash32(), &key(3)), None);
+        let s = t.insert(run(99, 100)).expect("room");
+        assert_eq!(t.lookup(key(99).hash32(), &key(99)), Some(s));
+        // Walk the list: 1, 2, 4, 5, 6, 7, 99.
+        let mut order = Vec::new();
+        let mut cur = t.head;
+        while cur != NIL {
+            order.push(t.run(cur).flow.sport - 1000);
+            cur = t.links[cur as usize].next;
+        }
+        assert_eq!(order, vec![1, 2, 4, 5, 6, 7, 99]);
+        while let Some(o) = t.oldest() {
+            t.remove(o);
+        }
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.tail, NIL);
+    }
+
+    #[test]
+    fn full_bucket_names_its_oldest_run_as_victim() {
+        // One bucket (capacity 2): the ninth run needs one of the eight ways.
+        let mut t = FlowTable::new(16);
+        assert_eq!(t.buckets.len(), 8);
+        let mut t1 = FlowTable::new(2);
+        assert_eq!(t1.buckets.len(), 1);
+        t1.insert(run(1, 5)).expect("room");
+        t1.insert(run(2, 3)).expect("room");
+        assert_eq!(t1.victim_for(key(3).hash32()), Some(t1.head));
+        // Fill one bucket of a bigger table with same-hash runs.
+        let flow = key(7);
+        for i in 0..WAYS {
+            let r = Run {
+                flow: key(200 + i as u16),
+                hash: flow.hash32(),
+                first_rx: Instant::from_nanos(50 - i as u64),
+                ..Run::EMPTY
+            };
+            assert_eq!(t.victim_for(r.hash), None);
+            t.insert(r).expect("room");
+        }
+        let v = t.victim_for(flow.hash32()).expect("bucket full");
+        assert_eq!(t.run(v).first_rx, Instant::from_nanos(50 - WAYS as u64 + 1));
+        t.remove(v);
+        assert_eq!(t.victim_for(flow.hash32()), None);
+    }
+}
