@@ -1,1 +1,776 @@
+//! One test per merge or flush rule, each run for IPv4 and for IPv6 (`ipv4::rule`,
+//! `ipv6::rule`), plus the rules that exist in one family only. The rules and their Linux
+//! sources are listed in the module documentation of `gro`.
 
+use super::*;
+use crate::mem::VecBuf;
+use core::net::{Ipv4Addr, Ipv6Addr};
+
+const MSS: u16 = 1448;
+const ISS: u32 = 1_000_000;
+const TSVAL: u32 = 100;
+const TSECR: u32 = 7;
+
+fn flow(v6: bool, i: u16) -> FlowKey {
+    if v6 {
+        FlowKey::v6(
+            Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 1, i),
+            40_000 + i,
+            Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1),
+            5001,
+        )
+    } else {
+        FlowKey::v4(
+            Ipv4Addr::new(198, 18, (i >> 8) as u8, i as u8),
+            40_000 + i,
+            Ipv4Addr::new(198, 18, 0, 1),
+            5001,
+        )
+    }
+}
+
+/// Sets the timestamps option, laid out as Linux sends it: NOP, NOP, kind 8, length 10.
+fn set_ts(m: &mut TcpMeta, tsval: u32, tsecr: u32) {
+    m.raw_opts[..4].copy_from_slice(&[1, 1, 8, 10]);
+    m.raw_opts[4..8].copy_from_slice(&tsval.to_be_bytes());
+    m.raw_opts[8..12].copy_from_slice(&tsecr.to_be_bytes());
+    m.opts.timestamp = Some(Timestamp { tsval, tsecr });
+    m.tsval_at = Some(4);
+}
+
+/// A data segment of flow `f` at sequence offset `off` from [`ISS`], `len` bytes, with
+/// the timestamps option, ACK set, DF and a fixed IPv4 ID of 0 (RFC 6864 atomic).
+fn seg_of(v6: bool, f: u16, off: u32, len: u16) -> TcpMeta {
+    let mut m = TcpMeta {
+        flow: flow(v6, f),
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        seq: SeqNumber(ISS.wrapping_add(off)),
+        ack: SeqNumber(5555),
+        flags: TcpFlags::ACK,
+        window: 512,
+        header_len: 32,
+        opts: TcpOptions::default(),
+        raw_opts: [0; MAX_OPTION_BYTES],
+        tsval_at: None,
+        payload_off: if v6 { 86 } else { 66 },
+        payload_len: len,
+        net: crate::wire::NetMeta {
+            ttl: 64,
+            tos: 0,
+            df: true,
+            ip_id: 0,
+            flow_label: if v6 { 0x12345 } else { 0 },
+            ip_options: false,
+        },
+    };
+    set_ts(&mut m, TSVAL, TSECR);
+    m
+}
+
+/// The `i`-th full-sized segment of flow 0.
+fn seg(v6: bool, i: u32) -> TcpMeta {
+    seg_of(v6, 0, i * u32::from(MSS), MSS)
+}
+
+/// The payload byte at sequence number `s` (so concatenations reveal order).
+fn byte_at(s: u32) -> u8 {
+    (s % 251) as u8
+}
+
+fn frame(m: &TcpMeta) -> VecBuf {
+    let mut v = vec![0xee; usize::from(m.payload_off)];
+    v.extend((0..u32::from(m.payload_len)).map(|i| byte_at(m.seq.get().wrapping_add(i))));
+    VecBuf::from_vec(v)
+}
+
+/// A GRO stage with its outputs collected and a virtual clock.
+struct H {
+    gro: Gro<VecBuf>,
+    out: Vec<Segment<VecBuf>>,
+    now: Instant,
+}
+
+impl H {
+    fn new(cfg: GroConfig) -> Self {
+        H {
+            gro: Gro::new(cfg),
+            out: Vec::new(),
+            now: Instant::from_nanos(1_000),
+        }
+    }
+    fn timer(ns: u64) -> Self {
+        Self::new(GroConfig {
+            flush_ns: Duration::from_nanos(ns),
+            ..GroConfig::default()
+        })
+    }
+    fn feed(&mut self, m: TcpMeta) {
+        let b = frame(&m);
+        let out = &mut self.out;
+        self.gro
+            .handle_segment(self.now, &m, b, &mut |s| out.push(s));
+    }
+    fn end(&mut self) {
+        let out = &mut self.out;
+        self.gro.end_of_burst(self.now, &mut |s| out.push(s));
+    }
+    fn expire(&mut self) {
+        let out = &mut self.out;
+        self.gro.flush_expired(self.now, &mut |s| out.push(s));
+    }
+    fn all(&mut self) {
+        let out = &mut self.out;
+        self.gro.flush_all(&mut |s| out.push(s));
+    }
+    /// `(first seq offset, segs, payload len)` of every unit so far.
+    fn units(&self) -> Vec<(u32, u16, u32)> {
+        self.out
+            .iter()
+            .map(|s| (s.seq.get().wrapping_sub(ISS), s.segs, s.payload.len()))
+            .collect()
+    }
+    fn n(&self, r: FlushReason) -> u64 {
+        self.gro.stats().flushed(r)
+    }
+    /// Every emitted unit's payload is the bytes of its sequence range, in order.
+    fn check_payloads(&self) {
+        for s in &self.out {
+            let want: Vec<u8> = (0..s.payload.len())
+                .map(|i| byte_at(s.seq.get().wrapping_add(i)))
+                .collect();
+            assert_eq!(s.payload.to_vec(), want, "unit at {:?}", s.seq);
+        }
+    }
+}
+
+const M: u32 = MSS as u32;
+
+/// Feeds segments 0 and 1, then `next`; expects segments 0-1 flushed as a gap and `next`
+/// held on its own.
+fn expect_gap_before(v6: bool, next: TcpMeta) {
+    let mut h = H::timer(100_000);
+    h.feed(seg(v6, 0));
+    h.feed(seg(v6, 1));
+    h.feed(next);
+    assert_eq!(h.units(), vec![(0, 2, 2 * M)]);
+    assert_eq!(h.n(FlushReason::Gap), 1);
+    assert_eq!(h.gro.held_runs(), 1);
+    h.all();
+    assert_eq!(h.out.len(), 2);
+    assert_eq!(h.out[1].segs, 1);
+    h.check_payloads();
+}
+
+/// Feeds segments 0 and 1, then `next` (never merged); expects 0-1 flushed first, then
+/// `next` passed through as a run of one, nothing held.
+fn expect_passthrough_after_run(v6: bool, next: TcpMeta) {
+    let mut h = H::timer(100_000);
+    h.feed(seg(v6, 0));
+    h.feed(seg(v6, 1));
+    h.feed(next);
+    assert_eq!(h.out.len(), 2);
+    assert_eq!((h.out[0].segs, h.out[0].payload.len()), (2, 2 * M));
+    assert_eq!(h.out[1].segs, 1);
+    assert_eq!(h.out[1].flags, next.flags);
+    assert_eq!(h.out[1].payload.len(), u32::from(next.payload_len));
+    assert_eq!(h.n(FlushReason::Gap), 1);
+    assert_eq!(h.n(FlushReason::Passthrough), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+    h.check_payloads();
+}
+
+// ---- merging -------------------------------------------------------------------------
+
+fn contiguous_segments_merge_into_one_run(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    for i in 0..3 {
+        h.feed(seg(v6, i));
+    }
+    assert!(h.out.is_empty());
+    assert_eq!(h.gro.held_runs(), 1);
+    assert_eq!(h.gro.stats().held_segments, 3);
+    h.end();
+    assert_eq!(h.units(), vec![(0, 3, 3 * M)]);
+    let s = &h.out[0];
+    assert_eq!(s.flow, flow(v6, 0));
+    assert_eq!(s.gso_size, MSS);
+    assert_eq!(s.flags, TcpFlags::ACK);
+    assert_eq!(s.ack, SeqNumber(5555));
+    assert_eq!(s.window, 512);
+    assert_eq!(s.payload.slice_count(), 3);
+    assert_eq!(s.peer_mac, [2, 0, 0, 0, 0, 2]);
+    assert_eq!(s.first_rx, h.now);
+    assert_eq!(h.n(FlushReason::BurstEnd), 1);
+    assert_eq!(h.gro.stats().held_segments, 0);
+    h.check_payloads();
+}
+
+fn different_flows_never_merge(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    h.feed(seg_of(v6, 0, 0, MSS));
+    h.feed(seg_of(v6, 1, M, MSS));
+    h.feed(seg_of(v6, 0, M, MSS));
+    h.feed(seg_of(v6, 1, 2 * M, MSS));
+    assert_eq!(h.gro.held_runs(), 2);
+    h.end();
+    let by_flow: Vec<_> = h.out.iter().map(|s| (s.flow, s.segs)).collect();
+    assert_eq!(by_flow, vec![(flow(v6, 0), 2), (flow(v6, 1), 2)]);
+    h.check_payloads();
+}
+
+fn run_merges_across_sequence_wrap(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    let base = u32::MAX - ISS - 1000; // ISS + base is 1001 bytes before the wrap
+    for i in 0..3 {
+        h.feed(seg_of(v6, 0, base + i * M, MSS));
+    }
+    h.end();
+    assert_eq!(h.out.len(), 1);
+    assert_eq!(h.out[0].segs, 3);
+    h.check_payloads();
+}
+
+// ---- per-pair header checks (tcp_gro_receive, inet_gro_flush, ipv6_gro_flush) -----------
+
+fn out_of_order_segment_flushes_held_run_first(v6: bool) {
+    expect_gap_before(v6, seg(v6, 3));
+}
+
+fn retransmitted_segment_flushes_held_run_first(v6: bool) {
+    expect_gap_before(v6, seg(v6, 1));
+}
+
+fn overlapping_segment_flushes_held_run_first(v6: bool) {
+    expect_gap_before(v6, seg_of(v6, 0, 2 * M - 100, MSS));
+}
+
+fn ack_number_change_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    m.ack = SeqNumber(6666);
+    expect_gap_before(v6, m);
+}
+
+fn window_change_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    m.window = 511;
+    expect_gap_before(v6, m);
+}
+
+fn header_length_change_ends_run(v6: bool) {
+    // The same timestamps plus a SACK block: more option bytes.
+    let mut m = seg(v6, 2);
+    m.header_len = 44;
+    m.raw_opts[12..24].copy_from_slice(&[1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
+    expect_gap_before(v6, m);
+}
+
+fn option_bytes_change_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    set_ts(&mut m, TSVAL, TSECR + 1);
+    expect_gap_before(v6, m);
+}
+
+fn option_bytes_past_header_length_are_ignored(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    h.feed(seg(v6, 0));
+    let mut m = seg(v6, 1);
+    m.raw_opts[30] = 0xaa; // beyond header_len: not an option byte
+    h.feed(m);
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M)]);
+}
+
+fn tsval_may_stay_equal_or_rise_within_run(v6: bool) {
+    // docs/PLAN.md "GRO timestamp rule": first TSval echoed (RFC 7323 §4.3), last kept.
+    let mut h = H::new(GroConfig::default());
+    for (i, ts) in [(0, TSVAL), (1, TSVAL), (2, TSVAL + 5)] {
+        let mut m = seg(v6, i);
+        set_ts(&mut m, ts, TSECR);
+        h.feed(m);
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 3, 3 * M)]);
+    let s = &h.out[0];
+    assert_eq!(s.opts.timestamp.map(|t| t.tsval), Some(TSVAL));
+    assert_eq!(
+        s.ts_last,
+        Some(Timestamp {
+            tsval: TSVAL + 5,
+            tsecr: TSECR
+        })
+    );
+}
+
+fn tsval_rise_across_wrap_is_a_rise(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    let mut a = seg(v6, 0);
+    set_ts(&mut a, u32::MAX - 1, TSECR);
+    let mut b = seg(v6, 1);
+    set_ts(&mut b, 3, TSECR);
+    h.feed(a);
+    h.feed(b);
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M)]);
+    assert_eq!(h.out[0].ts_last.map(|t| t.tsval), Some(3));
+}
+
+fn tsval_falling_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    set_ts(&mut m, TSVAL - 1, TSECR);
+    expect_gap_before(v6, m);
+}
+
+fn other_flag_change_ends_run(v6: bool) {
+    // ECE is part of `tcp_flag_word` and must match; only CWR/FIN/PSH may differ.
+    let mut m = seg(v6, 2);
+    m.flags = TcpFlags::ACK | TcpFlags::ECE;
+    expect_gap_before(v6, m);
+}
+
+fn ttl_change_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    m.net.ttl = 63;
+    expect_gap_before(v6, m);
+}
+
+fn tos_change_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    m.net.tos = 0x02; // ECT(0)
+    expect_gap_before(v6, m);
+}
+
+fn payload_larger_than_gso_size_starts_new_run(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    h.feed(seg_of(v6, 0, 0, 1000));
+    h.feed(seg_of(v6, 0, 1000, 1000));
+    h.feed(seg_of(v6, 0, 2000, MSS));
+    assert_eq!(h.units(), vec![(0, 2, 2000)]);
+    assert_eq!(h.n(FlushReason::Gap), 1);
+    h.feed(seg_of(v6, 0, 2000 + M, MSS));
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2000), (2000, 2, 2 * M)]);
+    assert_eq!(h.out[1].gso_size, MSS);
+    h.check_payloads();
+}
+
+// ---- segments never merged ------------------------------------------------------------
+
+fn with_flag(v6: bool, f: TcpFlags) -> TcpMeta {
+    let mut m = seg(v6, 2);
+    m.flags = TcpFlags::ACK | f;
+    m
+}
+
+fn cwr_segment_flushes_run_and_passes_through(v6: bool) {
+    expect_passthrough_after_run(v6, with_flag(v6, TcpFlags::CWR));
+}
+
+fn syn_segment_flushes_run_and_passes_through(v6: bool) {
+    expect_passthrough_after_run(v6, with_flag(v6, TcpFlags::SYN));
+}
+
+fn rst_segment_flushes_run_and_passes_through(v6: bool) {
+    expect_passthrough_after_run(v6, with_flag(v6, TcpFlags::RST));
+}
+
+fn urg_segment_flushes_run_and_passes_through(v6: bool) {
+    expect_passthrough_after_run(v6, with_flag(v6, TcpFlags::URG));
+}
+
+fn ip_options_segment_flushes_run_and_passes_through(v6: bool) {
+    let mut m = seg(v6, 2);
+    m.net.ip_options = true;
+    expect_passthrough_after_run(v6, m);
+}
+
+fn zero_payload_segment_flushes_run_and_passes_through(v6: bool) {
+    let mut m = seg(v6, 2);
+    m.payload_len = 0;
+    expect_passthrough_after_run(v6, m);
+}
+
+fn never_merged_segment_alone_is_not_held(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(with_flag(v6, TcpFlags::SYN));
+    assert_eq!(h.out.len(), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+    assert_eq!(h.n(FlushReason::Passthrough), 1);
+    assert_eq!(h.n(FlushReason::Gap), 0);
+}
+
+// ---- segments that end a run -----------------------------------------------------------
+
+fn short_segment_is_merged_and_ends_run(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(seg(v6, 0));
+    h.feed(seg(v6, 1));
+    h.feed(seg_of(v6, 0, 2 * M, 100));
+    assert_eq!(h.units(), vec![(0, 3, 2 * M + 100)]);
+    assert_eq!(h.n(FlushReason::Flags), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+    h.check_payloads();
+}
+
+fn psh_segment_is_merged_and_ends_run(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(seg(v6, 0));
+    h.feed(seg(v6, 1));
+    h.feed(with_flag(v6, TcpFlags::PSH));
+    assert_eq!(h.units(), vec![(0, 3, 3 * M)]);
+    // The first segment's flags with PSH OR'ed in from the last (`tcp_gro_receive`).
+    assert_eq!(h.out[0].flags, TcpFlags::ACK | TcpFlags::PSH);
+    assert_eq!(h.n(FlushReason::Flags), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+}
+
+fn fin_segment_is_merged_and_ends_run(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(seg(v6, 0));
+    h.feed(seg(v6, 1));
+    h.feed(with_flag(v6, TcpFlags::FIN | TcpFlags::PSH));
+    assert_eq!(h.units(), vec![(0, 3, 3 * M)]);
+    assert_eq!(
+        h.out[0].flags,
+        TcpFlags::ACK | TcpFlags::PSH | TcpFlags::FIN
+    );
+    assert_eq!(h.out[0].seq_len(), 3 * MSS as usize + 1);
+}
+
+fn psh_segment_with_nothing_held_is_emitted_at_once(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(with_flag(v6, TcpFlags::PSH));
+    assert_eq!(h.out.len(), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+    assert_eq!(h.n(FlushReason::Flags), 1);
+}
+
+fn run_ends_at_64_kib(v6: bool) {
+    // 45 x 1448 = 65,160 bytes; a 46th would pass 65,535 (Linux: `skb_gro_receive`).
+    let mut h = H::timer(100_000);
+    for i in 0..47 {
+        h.feed(seg(v6, i));
+    }
+    assert_eq!(h.units(), vec![(0, 45, 45 * M)]);
+    assert_eq!(h.n(FlushReason::Size), 1);
+    h.all();
+    assert_eq!(h.units(), vec![(0, 45, 45 * M), (45 * M, 2, 2 * M)]);
+    h.check_payloads();
+}
+
+fn run_never_passes_max_bytes(v6: bool) {
+    let mut h = H::new(GroConfig {
+        max_bytes: 3500,
+        flush_ns: Duration::from_micros(100),
+        ..GroConfig::default()
+    });
+    for i in 0..4 {
+        h.feed(seg_of(v6, 0, i * 1000, 1000));
+    }
+    assert_eq!(h.units(), vec![(0, 3, 3000)]);
+    // A lone segment larger than half the limit cannot grow: emitted at once.
+    let mut h = H::new(GroConfig {
+        max_bytes: 2000,
+        flush_ns: Duration::from_micros(100),
+        ..GroConfig::default()
+    });
+    h.feed(seg(v6, 0));
+    assert_eq!(h.units(), vec![(0, 1, M)]);
+    assert_eq!(h.n(FlushReason::Size), 1);
+}
+
+fn run_ends_at_segment_cap(v6: bool) {
+    let mut h = H::new(GroConfig {
+        max_segs: 4,
+        flush_ns: Duration::from_micros(100),
+        ..GroConfig::default()
+    });
+    for i in 0..6 {
+        h.feed(seg_of(v6, 0, i * 100, 100));
+    }
+    assert_eq!(h.units(), vec![(0, 4, 400)]);
+    assert_eq!(h.n(FlushReason::Size), 1);
+    // The cap never exceeds the payload chain's capacity.
+    let g: Gro<VecBuf> = Gro::new(GroConfig {
+        max_segs: 1000,
+        ..GroConfig::default()
+    });
+    assert_eq!(usize::from(g.config().max_segs), MAX_CHAIN);
+}
+
+fn small_segments_end_at_chain_capacity(v6: bool) {
+    let mut h = H::timer(100_000);
+    for i in 0..65 {
+        h.feed(seg_of(v6, 0, i * 10, 10));
+    }
+    assert_eq!(h.units(), vec![(0, 64, 640)]);
+    h.check_payloads();
+}
+
+// ---- timer, burst end, eviction, shutdown ----------------------------------------------
+
+fn timer_flushes_run_after_flush_ns(v6: bool) {
+    let mut h = H::timer(10_000);
+    let t0 = h.now;
+    h.feed(seg(v6, 0));
+    h.now = t0 + Duration::from_nanos(5_000);
+    h.feed(seg(v6, 1));
+    assert_eq!(
+        h.gro.next_deadline(),
+        Some(t0 + Duration::from_nanos(10_000))
+    );
+    h.now = t0 + Duration::from_nanos(9_999);
+    h.expire();
+    h.end();
+    assert!(h.out.is_empty());
+    // Counted from the run's first segment, not its last.
+    h.now = t0 + Duration::from_nanos(10_000);
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M)]);
+    assert_eq!(h.n(FlushReason::Timer), 1);
+    assert_eq!(h.gro.next_deadline(), None);
+}
+
+fn zero_flush_ns_flushes_everything_at_burst_end(v6: bool) {
+    let mut h = H::new(GroConfig::default());
+    for f in 0..5 {
+        h.feed(seg_of(v6, f, 0, MSS));
+    }
+    h.end();
+    assert_eq!(h.out.len(), 5);
+    assert_eq!(h.n(FlushReason::BurstEnd), 5);
+    assert_eq!(h.gro.held_runs(), 0);
+}
+
+fn timer_flushes_oldest_runs_first(v6: bool) {
+    let mut h = H::timer(10_000);
+    let t0 = h.now;
+    for f in 0..4u16 {
+        h.now = t0 + Duration::from_nanos(u64::from(f) * 1_000);
+        h.feed(seg_of(v6, f, 0, MSS));
+    }
+    // Flow 1's run ends early (PSH): the list closes up around it.
+    h.feed(seg_of(v6, 1, M, MSS));
+    let mut p = seg_of(v6, 1, 2 * M, MSS);
+    p.flags = TcpFlags::ACK | TcpFlags::PSH;
+    h.feed(p);
+    assert_eq!(h.out.len(), 1);
+    h.now = t0 + Duration::from_nanos(12_500);
+    h.expire();
+    let flows: Vec<_> = h.out.iter().map(|s| s.flow).collect();
+    assert_eq!(flows, vec![flow(v6, 1), flow(v6, 0), flow(v6, 2)]);
+    assert_eq!(h.gro.held_runs(), 1);
+    assert_eq!(
+        h.gro.next_deadline(),
+        Some(t0 + Duration::from_nanos(13_000))
+    );
+}
+
+fn full_table_evicts_oldest_run(v6: bool) {
+    let mut h = H::new(GroConfig {
+        max_flows: 3,
+        flush_ns: Duration::from_micros(100),
+        ..GroConfig::default()
+    });
+    for f in 0..5 {
+        h.feed(seg_of(v6, f, 0, MSS));
+        assert!(h.gro.held_runs() <= 3);
+    }
+    let flows: Vec<_> = h.out.iter().map(|s| s.flow).collect();
+    assert_eq!(flows, vec![flow(v6, 0), flow(v6, 1)]);
+    assert_eq!(h.gro.stats().evictions(), 2);
+    // A held flow still merges.
+    h.feed(seg_of(v6, 4, M, MSS));
+    h.all();
+    assert_eq!(
+        h.out.last().map(|s| (s.flow, s.segs)),
+        Some((flow(v6, 4), 2))
+    );
+    assert_eq!(h.n(FlushReason::Shutdown), 3);
+}
+
+fn many_flows_are_found_again(v6: bool) {
+    let mut h = H::timer(1_000_000);
+    for f in 0..2000 {
+        h.feed(seg_of(v6, f, 0, MSS));
+    }
+    for f in 0..2000 {
+        h.feed(seg_of(v6, f, M, MSS));
+    }
+    assert_eq!(h.gro.held_runs(), 2000);
+    h.all();
+    assert_eq!(h.out.len(), 2000);
+    assert!(h.out.iter().all(|s| s.segs == 2));
+    assert_eq!(h.gro.stats().evictions(), 0);
+}
+
+fn stats_count_every_unit_once(v6: bool) {
+    let mut h = H::timer(10_000);
+    for i in 0..10 {
+        h.feed(seg(v6, i));
+    }
+    h.feed(with_flag(v6, TcpFlags::RST));
+    h.feed(seg_of(v6, 1, 0, MSS));
+    h.all();
+    let st = h.gro.stats().clone();
+    assert_eq!(st.segments_in, 12);
+    assert_eq!(st.segments_out, 12);
+    assert_eq!(st.held_segments, 0);
+    assert_eq!(st.units_out, h.out.len() as u64);
+    assert_eq!(st.flushes.iter().sum::<u64>(), st.units_out);
+    assert_eq!(st.units_out, 3);
+    assert!((st.aggregation_ratio() - 4.0).abs() < 1e-9);
+    let names: Vec<_> = st.flushes_by_name().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        vec![
+            "timer",
+            "size",
+            "flags",
+            "gap",
+            "burst_end",
+            "eviction",
+            "passthrough",
+            "shutdown"
+        ]
+    );
+}
+
+macro_rules! both_families {
+    ($($rule:ident),* $(,)?) => {
+        mod ipv4 {
+            $( #[test] fn $rule() { super::$rule(false) } )*
+        }
+        mod ipv6 {
+            $( #[test] fn $rule() { super::$rule(true) } )*
+        }
+    };
+}
+
+both_families!(
+    contiguous_segments_merge_into_one_run,
+    different_flows_never_merge,
+    run_merges_across_sequence_wrap,
+    out_of_order_segment_flushes_held_run_first,
+    retransmitted_segment_flushes_held_run_first,
+    overlapping_segment_flushes_held_run_first,
+    ack_number_change_ends_run,
+    window_change_ends_run,
+    header_length_change_ends_run,
+    option_bytes_change_ends_run,
+    option_bytes_past_header_length_are_ignored,
+    tsval_may_stay_equal_or_rise_within_run,
+    tsval_rise_across_wrap_is_a_rise,
+    tsval_falling_ends_run,
+    other_flag_change_ends_run,
+    ttl_change_ends_run,
+    tos_change_ends_run,
+    payload_larger_than_gso_size_starts_new_run,
+    cwr_segment_flushes_run_and_passes_through,
+    syn_segment_flushes_run_and_passes_through,
+    rst_segment_flushes_run_and_passes_through,
+    urg_segment_flushes_run_and_passes_through,
+    ip_options_segment_flushes_run_and_passes_through,
+    zero_payload_segment_flushes_run_and_passes_through,
+    never_merged_segment_alone_is_not_held,
+    short_segment_is_merged_and_ends_run,
+    psh_segment_is_merged_and_ends_run,
+    fin_segment_is_merged_and_ends_run,
+    psh_segment_with_nothing_held_is_emitted_at_once,
+    run_ends_at_64_kib,
+    run_never_passes_max_bytes,
+    run_ends_at_segment_cap,
+    small_segments_end_at_chain_capacity,
+    timer_flushes_run_after_flush_ns,
+    zero_flush_ns_flushes_everything_at_burst_end,
+    timer_flushes_oldest_runs_first,
+    full_table_evicts_oldest_run,
+    many_flows_are_found_again,
+    stats_count_every_unit_once,
+);
+
+// ---- family-specific network checks ----------------------------------------------------
+
+/// IPv4 `inet_gro_flush`: the DF bit must match.
+#[test]
+fn ipv4_df_change_ends_run() {
+    let mut m = seg(false, 2);
+    m.net.df = false;
+    expect_gap_before(false, m);
+}
+
+/// IPv4 `inet_gro_flush`: IDs incrementing by one per segment merge.
+#[test]
+fn ipv4_incrementing_ip_id_merges() {
+    let mut h = H::new(GroConfig::default());
+    for i in 0..4 {
+        let mut m = seg(false, i);
+        m.net.ip_id = 65534u16.wrapping_add(i as u16);
+        h.feed(m);
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 4, 4 * M)]);
+}
+
+/// IPv4 `inet_gro_flush`: a fixed ID with DF set (RFC 6864 atomic datagrams) merges.
+#[test]
+fn ipv4_fixed_ip_id_with_df_merges() {
+    let mut h = H::new(GroConfig::default());
+    for i in 0..4 {
+        let mut m = seg(false, i);
+        m.net.ip_id = 77;
+        h.feed(m);
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 4, 4 * M)]);
+}
+
+/// IPv4 `inet_gro_flush`: without DF a fixed ID is not allowed.
+#[test]
+fn ipv4_fixed_ip_id_without_df_ends_run() {
+    let mut h = H::new(GroConfig::default());
+    for i in 0..2 {
+        let mut m = seg(false, i);
+        m.net.ip_id = 9;
+        m.net.df = false;
+        h.feed(m);
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 1, M), (M, 1, M)]);
+}
+
+/// IPv4 `inet_gro_flush`: an ID that neither stays nor increments by one ends the run,
+/// and a run that chose "fixed" cannot switch to incrementing.
+#[test]
+fn ipv4_ip_id_jump_ends_run() {
+    let mut m = seg(false, 2);
+    m.net.ip_id += 5;
+    expect_gap_before(false, m);
+    let mut h = H::new(GroConfig::default());
+    for (i, id) in [(0, 7), (1, 7), (2, 8)] {
+        let mut m = seg(false, i);
+        m.net.ip_id = id;
+        h.feed(m);
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M), (2 * M, 1, M)]);
+}
+
+/// IPv6 `ipv6_gro_receive`: the flow label is part of the flow match.
+#[test]
+fn ipv6_flow_label_change_ends_run() {
+    let mut m = seg(true, 2);
+    m.net.flow_label = 0x54321;
+    expect_gap_before(true, m);
+}
+
+/// IPv6 has no IP ID: identical (zero) IDs merge without DF bookkeeping.
+#[test]
+fn ipv6_ignores_ip_id() {
+    let mut h = H::new(GroConfig::default());
+    for i in 0..4 {
+        h.feed(seg(true, i));
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 4, 4 * M)]);
+}
