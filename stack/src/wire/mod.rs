@@ -8,7 +8,21 @@
 //! [`TcpMeta`] that [`parse`] produces for each received TCP segment. GRO compares
 //! `TcpMeta`s, TCP consumes GRO's [`crate::segment::Segment`]s built from them.
 
+pub mod arp;
+mod bytes;
 pub mod checksum;
+pub mod emit;
+pub mod ethernet;
+pub mod icmp;
+pub mod ipv4;
+pub mod ipv6;
+pub mod parse;
+pub mod tcp;
+
+pub use emit::{emit_arp_reply, emit_echo_reply, emit_neighbor_advert, TcpFrame, TxChecksum};
+pub use parse::{
+    parse, ArpRequest, DropReason, IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats, Parsed,
+};
 
 use crate::flow::FlowKey;
 use crate::seq::SeqNumber;
@@ -192,3 +206,6 @@ impl TcpMeta {
         &self.raw_opts[..n]
     }
 }
+
+#[cfg(test)]
+mod parse_tests;

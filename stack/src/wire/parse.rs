@@ -1,0 +1,689 @@
+//! The per-frame entry point: [`parse`] takes one received Ethernet frame and returns what
+//! it is ([`Parsed`]): a validated TCP segment, an ARP request, an ICMP echo request or a
+//! neighbor solicitation for weir, or a drop with its reason ([`DropReason`]).
+//!
+//! Read first: RFC 791 §3.1 and RFC 1122 §3.2.1 (IPv4 checks), RFC 8200 §3-4 (IPv6 and
+//! extension headers), RFC 9293 §3.1 (TCP header, checksum), RFC 7323 and RFC 2018
+//! (options), RFC 826 (ARP), RFC 4861 §7.1.1 (ND validation).
+//!
+//! Checks run in wire order so a frame is counted under the first thing wrong with it.
+//! Checksums honour the NIC's verdict ([`RxChecksum`]): `Good` skips software
+//! verification, `Bad` drops, `Unknown` verifies in software. ICMP checksums are always
+//! verified in software (NICs report L4 verdicts for TCP/UDP only, and ICMP is rare).
+
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::ethernet::{self, ethertype};
+use super::ipv4::{self, protocol};
+use super::{arp, checksum, icmp, ipv6, tcp};
+use super::{NetMeta, TcpFlags, TcpMeta, MAX_OPTION_BYTES};
+use crate::buf::{ChecksumStatus, RxChecksum};
+use crate::flow::{FlowKey, NO_VLAN};
+
+macro_rules! drop_reasons {
+    ($( $(#[$m:meta])* $v:ident = $n:literal, )*) => {
+        /// Why a received frame was dropped: one variant per distinct cause, each counted
+        /// separately ([`ParseStats`]). Names ([`DropReason::name`]) are snake_case and
+        /// stable: they are JSON keys and Prometheus labels.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum DropReason {
+            $( $(#[$m])* $v, )*
+        }
+
+        impl DropReason {
+            const ALL: [DropReason; [$(DropReason::$v),*].len()] = [$(DropReason::$v),*];
+            /// Number of reasons.
+            pub const COUNT: usize = Self::ALL.len();
+            /// The stable snake_case name.
+            pub const fn name(&self) -> &'static str {
+                match self {
+                    $( DropReason::$v => $n, )*
+                }
+            }
+        }
+    };
+}
+
+drop_reasons! {
+    /// Shorter than an Ethernet header.
+    TruncatedEthernet = "truncated_ethernet",
+    /// An 802.1Q TPID with no room for the tag.
+    TruncatedVlan = "truncated_vlan",
+    /// An 802.1Q tag around something other than IPv4, IPv6 or ARP (including a second
+    /// tag: weir handles one).
+    VlanNonIp = "vlan_non_ip",
+    /// An EtherType weir does not handle.
+    UnsupportedEthertype = "unsupported_ethertype",
+    /// Source MAC with the group bit set (multicast or broadcast; IEEE 802 §8.2).
+    MulticastSourceMac = "multicast_source_mac",
+    /// A unicast frame for another MAC, or TCP not sent to weir's unicast MAC (Linux drops
+    /// TCP that is not `PACKET_HOST`).
+    NotOurMac = "not_our_mac",
+    /// Shorter than an Ethernet/IPv4 ARP packet.
+    TruncatedArp = "truncated_arp",
+    /// ARP for other than Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths).
+    ArpUnsupported = "arp_unsupported",
+    /// An ARP reply or other operation: weir only answers requests.
+    ArpNotRequest = "arp_not_request",
+    /// Addressed (IP, ARP target or ND target) to an address that is not weir's.
+    NotForUs = "not_for_us",
+    /// Shorter than an IPv4 header.
+    TruncatedIpv4 = "truncated_ipv4",
+    /// IPv4 EtherType with a version other than 4.
+    Ipv4BadVersion = "ipv4_bad_version",
+    /// IHL below 5 (RFC 791 §3.1).
+    Ipv4IhlTooSmall = "ipv4_ihl_too_small",
+    /// IHL past the end of the frame.
+    Ipv4IhlPastPacket = "ipv4_ihl_past_packet",
+    /// Total length smaller than the header.
+    Ipv4TotalLenTooSmall = "ipv4_total_len_too_small",
+    /// Total length larger than the frame.
+    Ipv4TotalLenPastFrame = "ipv4_total_len_past_frame",
+    /// Bad IPv4 header checksum (software check or the NIC's verdict).
+    Ipv4BadChecksum = "ipv4_bad_checksum",
+    /// An IPv4 fragment: weir does not reassemble (TCP senders use PMTU discovery).
+    Ipv4Fragment = "ipv4_fragment",
+    /// Shorter than an IPv6 header.
+    TruncatedIpv6 = "truncated_ipv6",
+    /// IPv6 EtherType with a version other than 6.
+    Ipv6BadVersion = "ipv6_bad_version",
+    /// Payload length larger than the frame (RFC 8200 §3).
+    Ipv6PayloadLenMismatch = "ipv6_payload_len_mismatch",
+    /// Fewer than 8 bytes left for an extension header.
+    TruncatedIpv6ExtHeader = "truncated_ipv6_ext_header",
+    /// An extension header whose length runs past the packet.
+    Ipv6ExtChainPastPacket = "ipv6_ext_chain_past_packet",
+    /// More than [`ipv6::MAX_EXT_HEADERS`] extension headers.
+    Ipv6ExtChainTooLong = "ipv6_ext_chain_too_long",
+    /// A hop-by-hop header not first in the chain (RFC 8200 §4.1).
+    Ipv6HopByHopNotFirst = "ipv6_hop_by_hop_not_first",
+    /// An IPv6 fragment (non-atomic; RFC 8200 §4.5).
+    Ipv6Fragment = "ipv6_fragment",
+    /// Multicast, broadcast or (for IPv4) limited-broadcast source address (RFC 1122
+    /// §3.2.1.3, RFC 9293 §3.10.7.2).
+    MulticastSourceIp = "multicast_source_ip",
+    /// For weir, but neither TCP nor a supported ICMP message (UDP and others).
+    NotTcp = "not_tcp",
+    /// Shorter than a TCP header.
+    TruncatedTcp = "truncated_tcp",
+    /// TCP data offset below 5 (RFC 9293 §3.1).
+    TcpDataOffsetTooSmall = "tcp_data_offset_too_small",
+    /// TCP data offset past the end of the IP payload.
+    TcpDataOffsetPastPacket = "tcp_data_offset_past_packet",
+    /// A TCP option kind with no length byte.
+    TruncatedTcpOptions = "truncated_tcp_options",
+    /// A TCP option with length 0.
+    TcpOptionLenZero = "tcp_option_len_zero",
+    /// A TCP option with length 1.
+    TcpOptionLenOne = "tcp_option_len_one",
+    /// A TCP option running past the header.
+    TcpOptionPastHeader = "tcp_option_past_header",
+    /// A known TCP option with the wrong length (MSS 4, WS 3, SACK-perm 2, TS 10,
+    /// SACK 2 + 8n).
+    TcpOptionBadLength = "tcp_option_bad_length",
+    /// Window scale above 14 (RFC 7323 §2.3).
+    TcpWindowScaleTooLarge = "tcp_wscale_too_large",
+    /// MSS option of 0.
+    TcpMssZero = "tcp_mss_zero",
+    /// SYN and FIN together (never legitimate; a scanner's probe).
+    TcpSynFin = "tcp_syn_fin",
+    /// SYN and RST together.
+    TcpSynRst = "tcp_syn_rst",
+    /// No control bits at all (a "null" scan).
+    TcpNoFlags = "tcp_no_flags",
+    /// Bad TCP checksum (software check or the NIC's verdict).
+    TcpBadChecksum = "tcp_bad_checksum",
+    /// Headers and payload would place the payload past offset 65535 (cannot be
+    /// described by [`TcpMeta`]).
+    FrameTooLong = "frame_too_long",
+    /// Shorter than the ICMP message type needs.
+    TruncatedIcmp = "truncated_icmp",
+    /// Bad ICMP or ICMPv6 checksum.
+    IcmpBadChecksum = "icmp_bad_checksum",
+    /// An ICMP message weir does not answer (anything but echo request and NS).
+    IcmpUnsupported = "icmp_unsupported",
+    /// A neighbor solicitation failing RFC 4861 §7.1.1 validation.
+    NdInvalid = "nd_invalid",
+}
+
+impl DropReason {
+    /// Every reason, in declaration order (index = `reason as usize`).
+    pub const fn all() -> &'static [DropReason] {
+        &Self::ALL
+    }
+    /// The reason's index in `0..COUNT` (for counter arrays).
+    #[inline]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl core::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// weir's own addresses: frames for anything else are dropped ([`DropReason::NotForUs`],
+/// [`DropReason::NotOurMac`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalAddrs {
+    /// weir's MAC (the port's).
+    pub mac: [u8; 6],
+    /// weir's IPv4 address, if it has one.
+    pub ipv4: Option<Ipv4Addr>,
+    /// weir's IPv6 address, if it has one.
+    pub ipv6: Option<Ipv6Addr>,
+}
+
+impl LocalAddrs {
+    /// Addresses for a port with MAC `mac`.
+    pub const fn new(mac: [u8; 6], ipv4: Option<Ipv4Addr>, ipv6: Option<Ipv6Addr>) -> Self {
+        LocalAddrs { mac, ipv4, ipv6 }
+    }
+}
+
+/// An ARP request for weir's IPv4 address (RFC 826).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArpRequest {
+    /// Ethernet source of the request.
+    pub src_mac: [u8; 6],
+    /// VLAN id, or [`NO_VLAN`].
+    pub vlan: u16,
+    /// Sender hardware address (where the reply goes).
+    pub sender_mac: [u8; 6],
+    /// Sender protocol address.
+    pub sender_ip: Ipv4Addr,
+    /// Target protocol address (weir's).
+    pub target_ip: Ipv4Addr,
+}
+
+/// An ICMPv4 (RFC 792) or ICMPv6 (RFC 4443 §4.1) echo request for weir.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpEcho {
+    /// Ethernet source (where the reply goes).
+    pub src_mac: [u8; 6],
+    /// VLAN id, or [`NO_VLAN`].
+    pub vlan: u16,
+    /// The requester's address.
+    pub src_ip: IpAddr,
+    /// weir's address as the requester used it.
+    pub dst_ip: IpAddr,
+    /// Echo identifier.
+    pub ident: u16,
+    /// Echo sequence number.
+    pub seq: u16,
+    /// Offset of the echo data within the frame (the reply echoes it).
+    pub data_off: u16,
+    /// Length of the echo data.
+    pub data_len: u16,
+}
+
+impl IcmpEcho {
+    /// The echo data within `frame` (the frame this was parsed from); empty if `frame` is
+    /// another one too short for it.
+    pub fn data<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
+        let s = usize::from(self.data_off);
+        frame.get(s..s + usize::from(self.data_len)).unwrap_or(&[])
+    }
+}
+
+/// A neighbor solicitation for weir's IPv6 address (RFC 4861 §4.3), validated per §7.1.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeighborSolicit {
+    /// Ethernet source.
+    pub src_mac: [u8; 6],
+    /// VLAN id, or [`NO_VLAN`].
+    pub vlan: u16,
+    /// The solicitor's address (`::` for duplicate address detection).
+    pub src_ip: Ipv6Addr,
+    /// The target address (weir's).
+    pub target: Ipv6Addr,
+    /// The source link-layer address option, if present.
+    pub source_ll: Option<[u8; 6]>,
+}
+
+/// What one received frame is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// A validated TCP segment for weir.
+    Tcp(TcpMeta),
+    /// An ARP request for weir's IPv4 address.
+    ArpRequest(ArpRequest),
+    /// An ICMP or ICMPv6 echo request for weir.
+    IcmpEcho(IcmpEcho),
+    /// A neighbor solicitation for weir's IPv6 address.
+    NeighborSolicit(NeighborSolicit),
+    /// Dropped, for this reason.
+    Drop(DropReason),
+}
+
+/// Link-layer facts carried to the upper layers.
+#[derive(Clone, Copy)]
+struct L2 {
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    vlan: u16,
+    /// Offset of the network header in the frame.
+    l3_off: usize,
+    /// Destination MAC is weir's own (unicast to us).
+    to_us: bool,
+}
+
+/// Parses and validates one received Ethernet frame (no FCS). Never panics, on any input.
+///
+/// `csum` is the NIC's checksum verdict for this frame; `local` holds weir's addresses.
+#[inline]
+pub fn parse(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Parsed {
+    match parse_frame(frame, csum, local) {
+        Ok(p) => p,
+        Err(r) => Parsed::Drop(r),
+    }
+}
+
+#[inline]
+fn parse_frame(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Result<Parsed, DropReason> {
+    let eth = ethernet::Frame::new_checked(frame)?;
+    let src_mac = eth.src_addr();
+    let dst_mac = eth.dst_addr();
+    if ethernet::is_group(&src_mac) {
+        return Err(DropReason::MulticastSourceMac);
+    }
+    let to_us = dst_mac == local.mac;
+    if !to_us && !ethernet::is_group(&dst_mac) {
+        return Err(DropReason::NotOurMac);
+    }
+    let mut et = eth.ethertype();
+    let mut l2 = L2 {
+        src_mac,
+        dst_mac,
+        vlan: NO_VLAN,
+        l3_off: ethernet::HEADER_LEN,
+        to_us,
+    };
+    if et == ethertype::VLAN {
+        let tag = ethernet::VlanTag::new_checked(eth.payload())?;
+        et = tag.ethertype();
+        if !matches!(et, ethertype::IPV4 | ethertype::IPV6 | ethertype::ARP) {
+            return Err(DropReason::VlanNonIp);
+        }
+        l2.vlan = tag.vid();
+        l2.l3_off += ethernet::VLAN_TAG_LEN;
+    }
+    let l3 = frame.get(l2.l3_off..).unwrap_or(&[]);
+    match et {
+        ethertype::IPV4 => parse_ipv4(l3, &l2, csum, local),
+        ethertype::IPV6 => parse_ipv6(l3, &l2, csum, local),
+        ethertype::ARP => parse_arp(l3, &l2, local),
+        _ => Err(DropReason::UnsupportedEthertype),
+    }
+}
+
+#[inline]
+fn parse_arp(l3: &[u8], l2: &L2, local: &LocalAddrs) -> Result<Parsed, DropReason> {
+    let p = arp::Packet::new_checked(l3)?;
+    if !p.is_ethernet_ipv4() {
+        return Err(DropReason::ArpUnsupported);
+    }
+    if p.operation() != arp::OP_REQUEST {
+        return Err(DropReason::ArpNotRequest);
+    }
+    let sender_mac = p.sender_mac();
+    if ethernet::is_group(&sender_mac) {
+        return Err(DropReason::MulticastSourceMac);
+    }
+    let target = Ipv4Addr::from(p.target_ip());
+    if local.ipv4 != Some(target) {
+        return Err(DropReason::NotForUs);
+    }
+    Ok(Parsed::ArpRequest(ArpRequest {
+        src_mac: l2.src_mac,
+        vlan: l2.vlan,
+        sender_mac,
+        sender_ip: Ipv4Addr::from(p.sender_ip()),
+        target_ip: target,
+    }))
+}
+
+#[inline]
+fn parse_ipv4(
+    l3: &[u8],
+    l2: &L2,
+    csum: RxChecksum,
+    local: &LocalAddrs,
+) -> Result<Parsed, DropReason> {
+    let ip = ipv4::Packet::new_checked(l3)?;
+    match csum.ip {
+        ChecksumStatus::Good => {}
+        ChecksumStatus::Bad => return Err(DropReason::Ipv4BadChecksum),
+        ChecksumStatus::Unknown => {
+            if !ip.verify_checksum() {
+                return Err(DropReason::Ipv4BadChecksum);
+            }
+        }
+    }
+    if ip.is_fragment() {
+        return Err(DropReason::Ipv4Fragment);
+    }
+    let src = ip.src_addr();
+    if ipv4::is_multicast_or_broadcast(src) {
+        return Err(DropReason::MulticastSourceIp);
+    }
+    let dst = ip.dst_addr();
+    match local.ipv4 {
+        Some(a) if a.octets() == dst => {}
+        _ => return Err(DropReason::NotForUs),
+    }
+    let hl = ip.header_len();
+    let l4 = ip.payload();
+    let l4_off = l2.l3_off + hl;
+    match ip.protocol() {
+        protocol::TCP => {
+            if !l2.to_us {
+                return Err(DropReason::NotOurMac);
+            }
+            let net = NetMeta {
+                ttl: ip.ttl(),
+                tos: ip.tos(),
+                df: ip.dont_frag(),
+                ip_id: ip.ident(),
+                flow_label: 0,
+                ip_options: hl > ipv4::HEADER_LEN,
+            };
+            let flow = FlowKey {
+                src: Ipv4Addr::from(src).to_ipv6_mapped().octets(),
+                dst: Ipv4Addr::from(dst).to_ipv6_mapped().octets(),
+                sport: 0,
+                dport: 0,
+                vlan: l2.vlan,
+                v6: false,
+            };
+            // RFC 9293 §3.1: the IPv4 pseudo-header has the TCP length, not the IP length.
+            let pseudo = checksum::pseudo_v4(src, dst, protocol::TCP, l4.len() as u16);
+            parse_tcp(l4, l4_off, l2, flow, net, pseudo, csum.l4)
+        }
+        protocol::ICMP => {
+            let p = icmp::Packet::new_checked(l4)?;
+            // RFC 792: the checksum covers the ICMP message only.
+            if !p.verify_checksum(0) {
+                return Err(DropReason::IcmpBadChecksum);
+            }
+            if p.msg_type() != icmp::V4_ECHO_REQUEST || p.code() != 0 {
+                return Err(DropReason::IcmpUnsupported);
+            }
+            echo(&p, l2, IpAddr::from(src), IpAddr::from(dst), l4_off)
+        }
+        _ => Err(DropReason::NotTcp),
+    }
+}
+
+#[inline]
+fn echo(
+    p: &icmp::Packet<&[u8]>,
+    l2: &L2,
+    src_ip: IpAddr,
+    dst_ip: IpAddr,
+    l4_off: usize,
+) -> Result<Parsed, DropReason> {
+    if !l2.to_us {
+        return Err(DropReason::NotOurMac);
+    }
+    let data_off =
+        u16::try_from(l4_off + icmp::ECHO_HEADER_LEN).map_err(|_| DropReason::FrameTooLong)?;
+    let data_len = u16::try_from(p.echo_data().len()).map_err(|_| DropReason::FrameTooLong)?;
+    Ok(Parsed::IcmpEcho(IcmpEcho {
+        src_mac: l2.src_mac,
+        vlan: l2.vlan,
+        src_ip,
+        dst_ip,
+        ident: p.echo_ident(),
+        seq: p.echo_seq(),
+        data_off,
+        data_len,
+    }))
+}
+
+#[inline]
+fn parse_ipv6(
+    l3: &[u8],
+    l2: &L2,
+    csum: RxChecksum,
+    local: &LocalAddrs,
+) -> Result<Parsed, DropReason> {
+    let ip = ipv6::Packet::new_checked(l3)?;
+    let src = ip.src_addr();
+    if ipv6::is_multicast(&src) {
+        return Err(DropReason::MulticastSourceIp);
+    }
+    let dst = ip.dst_addr();
+    let ours = local.ipv6.map(|a| a.octets());
+    let for_us = ours == Some(dst);
+    // A solicitation for our address arrives at its solicited-node group (RFC 4861 §7.2.2).
+    let nd_group = matches!(ours, Some(a) if ipv6::solicited_node(&a) == dst);
+    if !for_us && !nd_group {
+        return Err(DropReason::NotForUs);
+    }
+    let payload = ip.payload();
+    let walk = ipv6::walk_ext_headers(payload, ip.next_header())?;
+    let l4 = payload.get(walk.offset..).unwrap_or(&[]);
+    let l4_off = l2.l3_off + ipv6::HEADER_LEN + walk.offset;
+    match walk.protocol {
+        protocol::TCP if for_us => {
+            if !l2.to_us {
+                return Err(DropReason::NotOurMac);
+            }
+            let net = NetMeta {
+                ttl: ip.hop_limit(),
+                tos: ip.traffic_class(),
+                df: true,
+                ip_id: 0,
+                flow_label: ip.flow_label(),
+                ip_options: walk.count > 0,
+            };
+            let flow = FlowKey {
+                src,
+                dst,
+                sport: 0,
+                dport: 0,
+                vlan: l2.vlan,
+                v6: true,
+            };
+            // RFC 8200 §8.1: the upper-layer length excludes extension headers.
+            let pseudo = checksum::pseudo_v6(src, dst, protocol::TCP, l4.len() as u32);
+            parse_tcp(l4, l4_off, l2, flow, net, pseudo, csum.l4)
+        }
+        protocol::ICMPV6 => {
+            let p = icmp::Packet::new_checked(l4)?;
+            // RFC 4443 §2.3: the checksum covers the pseudo-header.
+            let pseudo = checksum::pseudo_v6(src, dst, protocol::ICMPV6, l4.len() as u32);
+            if !p.verify_checksum(pseudo) {
+                return Err(DropReason::IcmpBadChecksum);
+            }
+            match p.msg_type() {
+                icmp::V6_ECHO_REQUEST if for_us && p.code() == 0 => echo(
+                    &p,
+                    l2,
+                    IpAddr::from(Ipv6Addr::from(src)),
+                    IpAddr::from(Ipv6Addr::from(dst)),
+                    l4_off,
+                ),
+                icmp::V6_NEIGHBOR_SOLICIT => {
+                    neighbor_solicit(l4, l2, ip.hop_limit(), src, dst, ours)
+                }
+                _ => Err(DropReason::IcmpUnsupported),
+            }
+        }
+        _ if for_us => Err(DropReason::NotTcp),
+        _ => Err(DropReason::NotForUs),
+    }
+}
+
+/// RFC 4861 §7.1.1 validation of a neighbor solicitation, then the target check.
+#[inline]
+fn neighbor_solicit(
+    l4: &[u8],
+    l2: &L2,
+    hop_limit: u8,
+    src: [u8; 16],
+    dst: [u8; 16],
+    ours: Option<[u8; 16]>,
+) -> Result<Parsed, DropReason> {
+    let p = icmp::Packet::new_checked_nd(l4)?;
+    let target = p.nd_target();
+    if hop_limit != 255 || p.code() != 0 || ipv6::is_multicast(&target) {
+        return Err(DropReason::NdInvalid);
+    }
+    let source_ll = icmp::nd_lladdr_option(p.nd_options(), icmp::ND_OPT_SOURCE_LL)?;
+    // From the unspecified address (DAD): must go to a solicited-node group and carry no
+    // source link-layer option.
+    if src == [0; 16] && (!(dst[0] == 0xff && dst[1] == 0x02) || source_ll.is_some()) {
+        return Err(DropReason::NdInvalid);
+    }
+    if ours != Some(target) {
+        return Err(DropReason::NotForUs);
+    }
+    Ok(Parsed::NeighborSolicit(NeighborSolicit {
+        src_mac: l2.src_mac,
+        vlan: l2.vlan,
+        src_ip: Ipv6Addr::from(src),
+        target: Ipv6Addr::from(target),
+        source_ll,
+    }))
+}
+
+#[inline]
+fn parse_tcp(
+    seg: &[u8],
+    seg_off: usize,
+    l2: &L2,
+    mut flow: FlowKey,
+    net: NetMeta,
+    pseudo: u64,
+    l4csum: ChecksumStatus,
+) -> Result<Parsed, DropReason> {
+    let t = tcp::Packet::new_checked(seg)?;
+    match l4csum {
+        ChecksumStatus::Good => {}
+        ChecksumStatus::Bad => return Err(DropReason::TcpBadChecksum),
+        ChecksumStatus::Unknown => {
+            if !t.verify_checksum(pseudo) {
+                return Err(DropReason::TcpBadChecksum);
+            }
+        }
+    }
+    let flags = t.flags();
+    // No FIN, SYN, RST, PSH, ACK or URG (ECE/CWR alone carry nothing): a "null" probe.
+    if !flags.intersects(TcpFlags(0x3f)) {
+        return Err(DropReason::TcpNoFlags);
+    }
+    if flags.contains(TcpFlags::SYN) {
+        if flags.contains(TcpFlags::FIN) {
+            return Err(DropReason::TcpSynFin);
+        }
+        if flags.contains(TcpFlags::RST) {
+            return Err(DropReason::TcpSynRst);
+        }
+    }
+    let hl = t.header_len();
+    let opt_bytes = t.options();
+    let (opts, tsval_at) = tcp::parse_options(opt_bytes)?;
+    let mut raw_opts = [0u8; MAX_OPTION_BYTES];
+    if let Some(d) = raw_opts.get_mut(..opt_bytes.len()) {
+        d.copy_from_slice(opt_bytes);
+    }
+    let payload_off = u16::try_from(seg_off + hl).map_err(|_| DropReason::FrameTooLong)?;
+    let payload_len = u16::try_from(seg.len() - hl).map_err(|_| DropReason::FrameTooLong)?;
+    flow.sport = t.src_port();
+    flow.dport = t.dst_port();
+    Ok(Parsed::Tcp(TcpMeta {
+        flow,
+        src_mac: l2.src_mac,
+        dst_mac: l2.dst_mac,
+        seq: t.seq_number(),
+        ack: t.ack_number(),
+        flags,
+        window: t.window(),
+        header_len: hl as u8,
+        opts,
+        raw_opts,
+        tsval_at,
+        payload_off,
+        payload_len,
+        net,
+    }))
+}
+
+/// Parse counters: one per [`Parsed`] kind and one per [`DropReason`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseStats {
+    /// TCP segments passed on.
+    pub tcp: u64,
+    /// ARP requests for weir.
+    pub arp: u64,
+    /// ICMP/ICMPv6 echo requests for weir.
+    pub icmp: u64,
+    /// Neighbor solicitations for weir.
+    pub nd: u64,
+    /// Drops, indexed by [`DropReason::index`].
+    pub drops: [u64; DropReason::COUNT],
+}
+
+impl Default for ParseStats {
+    fn default() -> Self {
+        ParseStats {
+            tcp: 0,
+            arp: 0,
+            icmp: 0,
+            nd: 0,
+            drops: [0; DropReason::COUNT],
+        }
+    }
+}
+
+impl ParseStats {
+    /// Counts one parse result.
+    #[inline]
+    pub fn record(&mut self, p: &Parsed) {
+        match p {
+            Parsed::Tcp(_) => self.tcp += 1,
+            Parsed::ArpRequest(_) => self.arp += 1,
+            Parsed::IcmpEcho(_) => self.icmp += 1,
+            Parsed::NeighborSolicit(_) => self.nd += 1,
+            Parsed::Drop(r) => {
+                if let Some(c) = self.drops.get_mut(r.index()) {
+                    *c += 1;
+                }
+            }
+        }
+    }
+    /// Drops counted for `r`.
+    pub fn dropped(&self, r: DropReason) -> u64 {
+        self.drops.get(r.index()).copied().unwrap_or(0)
+    }
+    /// All drops.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    /// Every frame counted (passed on or dropped).
+    pub fn total(&self) -> u64 {
+        self.tcp + self.arp + self.icmp + self.nd + self.total_drops()
+    }
+    /// `(reason, count)` for every reason, zeros included, in [`DropReason::all`] order.
+    pub fn drops_by_reason(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::all()
+            .iter()
+            .zip(self.drops.iter())
+            .map(|(r, c)| (*r, *c))
+    }
+    /// Adds `other`'s counts (per-core totals).
+    pub fn merge(&mut self, other: &ParseStats) {
+        self.tcp += other.tcp;
+        self.arp += other.arp;
+        self.icmp += other.icmp;
+        self.nd += other.nd;
+        for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
+            *a += *b;
+        }
+    }
+}
