@@ -134,9 +134,6 @@ drop_reasons! {
     TcpNoFlags = "tcp_no_flags",
     /// Bad TCP checksum (software check or the NIC's verdict).
     TcpBadChecksum = "tcp_bad_checksum",
-    /// Headers and payload would place the payload past offset 65535 (cannot be
-    /// described by [`TcpMeta`]).
-    FrameTooLong = "frame_too_long",
     /// Shorter than the ICMP message type needs.
     TruncatedIcmp = "truncated_icmp",
     /// Bad ICMP or ICMPv6 checksum.
@@ -429,9 +426,10 @@ fn echo(
     if !l2.to_us {
         return Err(DropReason::NotOurMac);
     }
-    let data_off =
-        u16::try_from(l4_off + icmp::ECHO_HEADER_LEN).map_err(|_| DropReason::FrameTooLong)?;
-    let data_len = u16::try_from(p.echo_data().len()).map_err(|_| DropReason::FrameTooLong)?;
+    // Both fit in u16: see the bound in `parse_tcp`; the echo data is inside one IP
+    // payload (at most 65535 bytes).
+    let data_off = (l4_off + icmp::ECHO_HEADER_LEN) as u16;
+    let data_len = p.echo_data().len() as u16;
     Ok(Parsed::IcmpEcho(IcmpEcho {
         src_mac: l2.src_mac,
         vlan: l2.vlan,
@@ -592,8 +590,11 @@ fn parse_tcp(
     if let Some(d) = raw_opts.get_mut(..opt_bytes.len()) {
         d.copy_from_slice(opt_bytes);
     }
-    let payload_off = u16::try_from(seg_off + hl).map_err(|_| DropReason::FrameTooLong)?;
-    let payload_len = u16::try_from(seg.len() - hl).map_err(|_| DropReason::FrameTooLong)?;
+    // Both fit in u16: the segment lies inside one IP payload (IPv4 total length and IPv6
+    // payload length are 16-bit), and the payload offset is at most 18 (Ethernet + tag)
+    // + 60 (IPv4) or 40 + 8 × 2048 (IPv6 with the longest walkable chain) + 60 (TCP).
+    let payload_off = (seg_off + hl) as u16;
+    let payload_len = (seg.len() - hl) as u16;
     flow.sport = t.src_port();
     flow.dport = t.dst_port();
     Ok(Parsed::Tcp(TcpMeta {
