@@ -1,0 +1,252 @@
+//! Header templates for the segments weir sends (ACK, SYN-ACK, FIN, RST).
+//!
+//! A connection prepares its [`AckTemplate`] once at setup: Ethernet (with an 802.1Q tag
+//! when the flow has one), IPv4 or IPv6, and the TCP header with the NOP,NOP,Timestamps
+//! prefix when timestamps were negotiated (RFC 7323 Appendix A layout). Building an ACK
+//! copies the template and patches sequence, acknowledgment, flags, window, TSval/TSecr,
+//! appends the SACK option (RFC 2018 §3: up to 3 blocks with timestamps, 4 without),
+//! and fills lengths and checksums: in software, or the pseudo-header sum plus a TX
+//! checksum offload request (DPDK's convention) when the caller asks and the buffer agrees.
+
+use crate::buf::{BufPool, PacketBuf, TxChecksumOffload};
+use crate::flow::{FlowKey, NO_VLAN};
+use crate::seq::SeqNumber;
+use crate::wire::checksum;
+use crate::wire::{SackBlock, TcpFlags, Timestamp};
+
+/// Longest header a template holds: Ethernet + 802.1Q (18), IPv6 (40), TCP with 40 option
+/// bytes (60).
+pub const MAX_HEADER: usize = 18 + 40 + 60;
+const TS_PREFIX: [u8; 4] = [1, 1, 8, 10];
+
+/// A prebuilt reply header for one flow.
+#[derive(Clone, Debug)]
+pub struct AckTemplate {
+    hdr: [u8; MAX_HEADER],
+    l2_len: u8,
+    l3_len: u8,
+    /// Template length: up to the end of the fixed TCP header plus the timestamp option.
+    len: u8,
+    ts: bool,
+    v6: bool,
+    /// Unfolded pseudo-header sum without the TCP length.
+    pseudo: u64,
+}
+
+/// The per-segment fields patched into a template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpFields {
+    /// Sequence number.
+    pub seq: SeqNumber,
+    /// Acknowledgment number.
+    pub ack: SeqNumber,
+    /// Flags.
+    pub flags: TcpFlags,
+    /// The window field (already scaled down).
+    pub window: u16,
+    /// TSval and TSecr, written when the template has timestamps.
+    pub ts: Timestamp,
+}
+
+impl AckTemplate {
+    /// A template for replies on `flow` (`flow.src` is the peer, `flow.dst` is weir).
+    pub fn new(flow: &FlowKey, local_mac: [u8; 6], peer_mac: [u8; 6], ts: bool, ttl: u8) -> Self {
+        let mut h = [0u8; MAX_HEADER];
+        h[0..6].copy_from_slice(&peer_mac);
+        h[6..12].copy_from_slice(&local_mac);
+        let mut l2 = 12;
+        if flow.vlan != NO_VLAN {
+            h[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+            h[14..16].copy_from_slice(&(flow.vlan & 0x0fff).to_be_bytes());
+            l2 = 16;
+        }
+        let ethertype: u16 = if flow.v6 { 0x86dd } else { 0x0800 };
+        h[l2..l2 + 2].copy_from_slice(&ethertype.to_be_bytes());
+        l2 += 2;
+        let (l3, pseudo) = if flow.v6 {
+            let ip = &mut h[l2..l2 + 40];
+            ip[0] = 0x60;
+            ip[6] = 6;
+            ip[7] = ttl;
+            ip[8..24].copy_from_slice(&flow.dst);
+            ip[24..40].copy_from_slice(&flow.src);
+            (40, checksum::pseudo_v6(flow.dst, flow.src, 6, 0))
+        } else {
+            let ip = &mut h[l2..l2 + 20];
+            let src = [flow.dst[12], flow.dst[13], flow.dst[14], flow.dst[15]];
+            let dst = [flow.src[12], flow.src[13], flow.src[14], flow.src[15]];
+            ip[0] = 0x45;
+            ip[6] = 0x40; // DF
+            ip[8] = ttl;
+            ip[9] = 6;
+            ip[12..16].copy_from_slice(&src);
+            ip[16..20].copy_from_slice(&dst);
+            (20, checksum::pseudo_v4(src, dst, 6, 0))
+        };
+        let t = l2 + l3;
+        h[t..t + 2].copy_from_slice(&flow.dport.to_be_bytes());
+        h[t + 2..t + 4].copy_from_slice(&flow.sport.to_be_bytes());
+        let mut len = t + 20;
+        if ts {
+            h[len..len + 4].copy_from_slice(&TS_PREFIX);
+            len += 12;
+        }
+        AckTemplate {
+            hdr: h,
+            l2_len: l2 as u8,
+            l3_len: l3 as u8,
+            len: len as u8,
+            ts,
+            v6: flow.v6,
+            pseudo,
+        }
+    }
+
+    /// `true` if the template carries the timestamps option.
+    pub fn has_timestamps(&self) -> bool {
+        self.ts
+    }
+
+    /// Most SACK blocks an ACK from this template can carry (RFC 2018 §3).
+    pub fn max_sack_blocks(&self) -> usize {
+        if self.ts {
+            3
+        } else {
+            4
+        }
+    }
+
+    /// Builds one segment into a buffer from `pool`: the template, `fields`, and `extra`
+    /// option bytes (a multiple of 4, at most `40 - 12` with timestamps). Returns `None`
+    /// when the pool is empty (nothing is consumed; the caller retries later).
+    pub fn build<P: BufPool>(
+        &self,
+        pool: &mut P,
+        f: &TcpFields,
+        extra: &[u8],
+        tx_csum_offload: bool,
+    ) -> Option<P::Buf> {
+        let opt_room = 40 - if self.ts { 12 } else { 0 };
+        let extra = &extra[..extra.len().min(opt_room) & !3];
+        let hlen = usize::from(self.len);
+        let total = hlen + extra.len();
+        let mut buf = pool.alloc(total)?;
+        {
+            let d = buf.data_mut();
+            if d.len() < total {
+                return None;
+            }
+            d[..hlen].copy_from_slice(&self.hdr[..hlen]);
+            d[hlen..total].copy_from_slice(extra);
+            self.patch(&mut d[..total], f);
+        }
+        let l2 = usize::from(self.l2_len);
+        let l3 = usize::from(self.l3_len);
+        let t = l2 + l3;
+        let tcp_len = total - t;
+        let mut done = false;
+        if tx_csum_offload {
+            // Pseudo-header sum (not complemented) in the TCP checksum field; the NIC
+            // finishes it and the IPv4 header checksum.
+            let ph = checksum::fold(self.pseudo + tcp_len as u64);
+            {
+                let d = buf.data_mut();
+                d[t + 16..t + 18].copy_from_slice(&ph.to_be_bytes());
+                if !self.v6 {
+                    d[l2 + 10] = 0;
+                    d[l2 + 11] = 0;
+                }
+            }
+            done = buf.request_tx_checksum(TxChecksumOffload {
+                l2_len: self.l2_len,
+                l3_len: u16::from(self.l3_len),
+                ipv4: !self.v6,
+            });
+        }
+        if !done {
+            let d = buf.data_mut();
+            software_checksums(d, l2, l3, self.v6, self.pseudo);
+        }
+        Some(buf)
+    }
+
+    /// Writes lengths and per-segment fields into a copy of the template.
+    fn patch(&self, d: &mut [u8], f: &TcpFields) {
+        let l2 = usize::from(self.l2_len);
+        let l3 = usize::from(self.l3_len);
+        let t = l2 + l3;
+        let total = d.len();
+        let tcp_len = total - t;
+        if self.v6 {
+            d[l2 + 4..l2 + 6].copy_from_slice(&(tcp_len as u16).to_be_bytes());
+        } else {
+            d[l2 + 2..l2 + 4].copy_from_slice(&((total - l2) as u16).to_be_bytes());
+        }
+        let tcp = &mut d[t..];
+        tcp[4..8].copy_from_slice(&f.seq.get().to_be_bytes());
+        tcp[8..12].copy_from_slice(&f.ack.get().to_be_bytes());
+        tcp[12] = ((tcp_len / 4) as u8) << 4;
+        tcp[13] = f.flags.0;
+        tcp[14..16].copy_from_slice(&f.window.to_be_bytes());
+        tcp[16] = 0;
+        tcp[17] = 0;
+        if self.ts {
+            tcp[24..28].copy_from_slice(&f.ts.tsval.to_be_bytes());
+            tcp[28..32].copy_from_slice(&f.ts.tsecr.to_be_bytes());
+        }
+    }
+}
+
+fn software_checksums(d: &mut [u8], l2: usize, l3: usize, v6: bool, pseudo: u64) {
+    let t = l2 + l3;
+    let tcp_len = d.len() - t;
+    if !v6 {
+        d[l2 + 10] = 0;
+        d[l2 + 11] = 0;
+        let c = checksum::checksum(&d[l2..t]);
+        d[l2 + 10..l2 + 12].copy_from_slice(&c.to_be_bytes());
+    }
+    d[t + 16] = 0;
+    d[t + 17] = 0;
+    let sum = checksum::add(pseudo + tcp_len as u64, &d[t..]);
+    let c = !checksum::fold(sum);
+    d[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Writes a SACK option (NOP, NOP, kind 5, length, blocks; RFC 2018 §3) for `blocks` into
+/// `out` and returns its length (0 for no blocks).
+pub fn sack_option(blocks: &[SackBlock], out: &mut [u8]) -> usize {
+    let n = blocks.len().min(4);
+    let len = 4 + 8 * n;
+    if n == 0 || out.len() < len {
+        return 0;
+    }
+    out[0] = 1;
+    out[1] = 1;
+    out[2] = 5;
+    out[3] = (2 + 8 * n) as u8;
+    for (i, b) in blocks.iter().take(n).enumerate() {
+        let o = 4 + 8 * i;
+        out[o..o + 4].copy_from_slice(&b.left.get().to_be_bytes());
+        out[o + 4..o + 8].copy_from_slice(&b.right.get().to_be_bytes());
+    }
+    len
+}
+
+/// SYN-ACK options after the template's timestamps: MSS, NOP+window scale, NOP+NOP+
+/// SACK-permitted, each only if set. Returns the length written (a multiple of 4).
+pub fn syn_options(mss: u16, wscale: Option<u8>, sack_ok: bool, out: &mut [u8; 12]) -> usize {
+    out[0] = 2;
+    out[1] = 4;
+    out[2..4].copy_from_slice(&mss.to_be_bytes());
+    let mut n = 4;
+    if let Some(ws) = wscale {
+        out[n..n + 4].copy_from_slice(&[1, 3, 3, ws]);
+        n += 4;
+    }
+    if sack_ok {
+        out[n..n + 4].copy_from_slice(&[1, 1, 4, 2]);
+        n += 4;
+    }
+    n
+}

@@ -1,0 +1,874 @@
+//! One synchronized connection: receive processing (RFC 9293 §3.10.7.4), the receive
+//! window, SACK/D-SACK, timestamps/PAWS, RFC 5961 checks, orderly close.
+//!
+//! Read first: RFC 9293 §3.10.7.4 (the order of checks on an arriving segment), RFC 7323
+//! §4.3 and §5 (TS.Recent, PAWS), RFC 2018 §4 and RFC 2883 (SACK, D-SACK), RFC 5961
+//! §3-5 (blind RST/SYN/ACK), RFC 9293 §3.8.6.2.2 (receiver SWS avoidance, the right edge
+//! never moves left), Linux `tcp_validate_incoming`, `tcp_data_queue`, `tcp_fin`.
+
+use std::collections::VecDeque;
+
+use arrayvec::ArrayVec;
+
+use super::ooo::{OooPool, OooQueue, OooReject};
+use super::table::Keyed;
+use super::{ConnId, DropReason, Event, State, TcpStats};
+use crate::ack::template::{sack_option, AckTemplate, TcpFields};
+use crate::ack::{AckReason, AckState, SndCheck};
+use crate::buf::{PacketBuf, PayloadSlice};
+use crate::flow::FlowKey;
+use crate::segment::Segment;
+use crate::seq::SeqNumber;
+use crate::time::{Duration, Instant};
+use crate::wire::{SackBlock, TcpFlags, Timestamp, MAX_SACK_BLOCKS};
+
+/// RFC 7323 §5.5: TS.Recent is invalid after 24 days idle.
+const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
+
+/// Per-core state a connection touches while it processes input.
+pub(crate) struct Ctx<B> {
+    pub(crate) ooo: OooPool<B>,
+    pub(crate) stats: TcpStats,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) events_cap: usize,
+    pub(crate) due: VecDeque<(u32, u32)>,
+    pub(crate) next_deadline: Instant,
+    pub(crate) challenge_limit: u32,
+    pub(crate) challenge_window: Instant,
+    pub(crate) challenge_count: u32,
+}
+
+impl<B> Ctx<B> {
+    pub(crate) fn event(&mut self, e: Event) {
+        if self.events.len() >= self.events_cap {
+            self.stats.dropped(DropReason::EventQueueFull);
+            return;
+        }
+        self.events.push_back(e);
+    }
+    pub(crate) fn note_deadline(&mut self, d: Option<Instant>) {
+        if let Some(d) = d {
+            if d < self.next_deadline {
+                self.next_deadline = d;
+            }
+        }
+    }
+    /// RFC 5961 §7: a per-core limit on challenge ACKs (Linux `tcp_challenge_ack_limit`).
+    fn challenge_allowed(&mut self, now: Instant) -> bool {
+        if now - self.challenge_window >= Duration::from_secs(1) {
+            self.challenge_window = now;
+            self.challenge_count = 0;
+        }
+        if self.challenge_count >= self.challenge_limit {
+            return false;
+        }
+        self.challenge_count += 1;
+        true
+    }
+}
+
+/// Set-up parameters for a new connection.
+pub(crate) struct ConnParams {
+    pub(crate) flow: FlowKey,
+    pub(crate) local_mac: [u8; 6],
+    pub(crate) peer_mac: [u8; 6],
+    pub(crate) iss: SeqNumber,
+    pub(crate) irs: SeqNumber,
+    pub(crate) rcv_buf: u32,
+    pub(crate) rcv_wscale: Option<u8>,
+    pub(crate) snd_wscale: Option<u8>,
+    pub(crate) sack: bool,
+    pub(crate) ts_recent: Option<u32>,
+    pub(crate) ts_offset: u32,
+    pub(crate) advmss: u16,
+    pub(crate) peer_mss: u16,
+    pub(crate) peer_window: u16,
+    pub(crate) ack: crate::ack::AckPolicy,
+    pub(crate) srtt: Duration,
+    pub(crate) ttl: u8,
+    pub(crate) ooo_limit: u32,
+    pub(crate) rxq_slices: usize,
+    pub(crate) fin_retries: u8,
+    pub(crate) time_wait: Duration,
+}
+
+pub(crate) struct Conn<B> {
+    pub(crate) id: ConnId,
+    pub(crate) flow: FlowKey,
+    pub(crate) state: State,
+    tmpl: AckTemplate,
+    iss: SeqNumber,
+    snd_una: SeqNumber,
+    snd_nxt: SeqNumber,
+    max_snd_wnd: u32,
+    snd_wscale: u8,
+    rcv_wscale: u8,
+    pub(crate) rcv_nxt: SeqNumber,
+    rcv_wup: SeqNumber,
+    rcv_right: SeqNumber,
+    rcv_wnd_last: u32,
+    rcv_buf: u32,
+    advmss: u32,
+    ts_ok: bool,
+    ts_recent: u32,
+    ts_recent_stamp: Instant,
+    ts_offset: u32,
+    sack_ok: bool,
+    sack: ArrayVec<SackBlock, MAX_SACK_BLOCKS>,
+    dsack: Option<SackBlock>,
+    ooo: OooQueue,
+    ooo_limit: u32,
+    ooo_fin: Option<SeqNumber>,
+    pub(crate) rxq: VecDeque<PayloadSlice<B>>,
+    pub(crate) rxq_bytes: u32,
+    pub(crate) ack: AckState,
+    fin_due: bool,
+    fin_sent: bool,
+    rst_due: bool,
+    pub(crate) queued: bool,
+    fin_tries: u8,
+    fin_retries: u8,
+    fin_deadline: Option<Instant>,
+    tw_deadline: Option<Instant>,
+    time_wait: Duration,
+    pub(crate) app_closed: bool,
+    readable_signalled: bool,
+    peer_closed: bool,
+}
+
+impl<B> Keyed for Conn<B> {
+    fn key(&self) -> &FlowKey {
+        &self.flow
+    }
+}
+
+/// `a` is before `b` in 32-bit timestamp space (RFC 7323 §5.2).
+fn ts_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+impl<B: PacketBuf> Conn<B> {
+    pub(crate) fn new(p: ConnParams) -> Self {
+        let ts_ok = p.ts_recent.is_some();
+        let tmpl = AckTemplate::new(&p.flow, p.local_mac, p.peer_mac, ts_ok, p.ttl);
+        let rcv_wscale = p.rcv_wscale.filter(|_| p.snd_wscale.is_some()).unwrap_or(0);
+        let snd_wscale = p.snd_wscale.filter(|_| p.rcv_wscale.is_some()).unwrap_or(0);
+        let rcv_nxt = p.irs + 1;
+        // The SYN-ACK advertised min(rcv_buf, 65535) unscaled (RFC 7323 §2.2).
+        let syn_wnd = p.rcv_buf.min(65535);
+        let opt_len = if ts_ok { 12 } else { 0 };
+        let mss_cache = u32::from(p.peer_mss).saturating_sub(opt_len).max(88);
+        // tcp_initialize_rcv_mss: min(advmss, mss_cache, rcv_wnd/2, TCP_MSS_DEFAULT) >= 88.
+        let init_rcv_mss = u32::from(p.advmss)
+            .min(mss_cache)
+            .min(syn_wnd / 2)
+            .min(536)
+            .max(88);
+        let peer_wnd = u32::from(p.peer_window);
+        Conn {
+            id: ConnId { slot: 0, gen: 0 },
+            flow: p.flow,
+            state: State::Established,
+            tmpl,
+            iss: p.iss,
+            snd_una: p.iss + 1,
+            snd_nxt: p.iss + 1,
+            max_snd_wnd: peer_wnd.max(1),
+            snd_wscale,
+            rcv_wscale,
+            rcv_nxt,
+            rcv_wup: rcv_nxt,
+            rcv_right: rcv_nxt + syn_wnd as usize,
+            rcv_wnd_last: syn_wnd,
+            rcv_buf: p.rcv_buf,
+            advmss: u32::from(p.advmss),
+            ts_ok,
+            ts_recent: p.ts_recent.unwrap_or(0),
+            ts_recent_stamp: Instant::ZERO,
+            ts_offset: p.ts_offset,
+            sack_ok: p.sack,
+            sack: ArrayVec::new(),
+            dsack: None,
+            ooo: OooQueue::default(),
+            ooo_limit: p.ooo_limit,
+            ooo_fin: None,
+            rxq: VecDeque::with_capacity(p.rxq_slices),
+            rxq_bytes: 0,
+            ack: AckState::new(p.ack, u32::from(p.advmss), init_rcv_mss, p.srtt),
+            fin_due: false,
+            fin_sent: false,
+            rst_due: false,
+            queued: false,
+            fin_tries: 0,
+            fin_retries: p.fin_retries,
+            fin_deadline: None,
+            tw_deadline: None,
+            time_wait: p.time_wait,
+            app_closed: false,
+            readable_signalled: false,
+            peer_closed: false,
+        }
+    }
+
+    /// Our timestamp clock: milliseconds plus a per-flow offset (RFC 7323 §5.4).
+    pub(crate) fn ts_now(&self, now: Instant) -> u32 {
+        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+    }
+
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        [self.ack.deadline(), self.fin_deadline, self.tw_deadline]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Bytes the application has not consumed plus out-of-order bytes held.
+    fn used(&self) -> u32 {
+        self.rxq_bytes.saturating_add(self.ooo.bytes)
+    }
+
+    fn free_space(&self) -> u32 {
+        self.rcv_buf.saturating_sub(self.used())
+    }
+
+    /// The window currently offered: from `rcv_nxt` to the advertised right edge.
+    fn rcv_window_now(&self) -> u32 {
+        if self.rcv_right > self.rcv_nxt {
+            (self.rcv_right - self.rcv_nxt) as u32
+        } else {
+            0
+        }
+    }
+
+    /// `__tcp_select_window`, simplified: the free space (ALIGNed to the scale).
+    fn candidate_window(&self) -> u32 {
+        self.free_space()
+    }
+
+    /// `tcp_select_window`: the window field for an ACK sent now. The right edge never
+    /// moves left (RFC 9293 §3.8.6.2.2) and moves right only by at least
+    /// min(rcv_buf/2, MSS) (receiver SWS avoidance, same section).
+    fn select_window(&mut self) -> u16 {
+        let free = self.free_space();
+        if free < self.rcv_buf / 2 {
+            self.ack.clear_quick();
+        }
+        let cand = self.rcv_nxt + free as usize;
+        if cand > self.rcv_right {
+            let step = (cand - self.rcv_right) as u32;
+            if step >= (self.rcv_buf / 2).min(self.advmss) || self.rcv_window_now() == 0 {
+                self.rcv_right = cand;
+            }
+        }
+        let wnd = self.rcv_window_now();
+        let ws = u32::from(self.rcv_wscale);
+        // Round up so that the advertised edge is never left of rcv_right.
+        let field = wnd.div_ceil(1 << ws).min(65535);
+        let adv = self.rcv_nxt + (field << ws) as usize;
+        if adv > self.rcv_right {
+            self.rcv_right = adv;
+        }
+        field as u16
+    }
+
+    fn mark_due(&mut self, ctx: &mut Ctx<B>) {
+        if !self.queued {
+            self.queued = true;
+            ctx.due.push_back((self.id.slot, self.id.gen));
+        }
+    }
+
+    fn after_input(&mut self, ctx: &mut Ctx<B>) {
+        if self.ack.due().is_some() || self.fin_due || self.rst_due {
+            self.mark_due(ctx);
+        }
+        ctx.note_deadline(self.deadline());
+    }
+
+    /// RFC 5961 §7-limited challenge ACK.
+    fn challenge(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        if ctx.challenge_allowed(now) {
+            ctx.stats.challenge_acks += 1;
+            self.ack.ack_now(AckReason::Challenge);
+        } else {
+            ctx.stats.dropped(DropReason::ChallengeRateLimited);
+        }
+    }
+
+    /// `tcp_send_dupack`: old data gets a D-SACK and quickack mode; then ACK now.
+    fn send_dupack(&mut self, seq: SeqNumber, end: SeqNumber, has_data: bool) {
+        if has_data && seq < self.rcv_nxt {
+            let w = self.rcv_window_now();
+            self.ack.enter_quickack_mode(w);
+            if self.sack_ok {
+                self.dsack = Some(SackBlock {
+                    left: seq,
+                    right: end.min(self.rcv_nxt),
+                });
+            }
+        }
+        self.ack.ack_now(AckReason::Duplicate);
+    }
+
+    /// Processes one segment for this connection (RFC 9293 §3.10.7.4 order).
+    pub(crate) fn on_segment(&mut self, now: Instant, seg: Segment<B>, ctx: &mut Ctx<B>) {
+        self.process(now, seg, ctx);
+        self.after_input(ctx);
+    }
+
+    fn process(&mut self, now: Instant, mut seg: Segment<B>, ctx: &mut Ctx<B>) {
+        let flags = seg.flags;
+        let rst = flags.contains(TcpFlags::RST);
+        let mut fin = flags.contains(TcpFlags::FIN);
+        let plen = seg.payload.len();
+        let seq = seg.seq;
+        let end = seq + seg.seq_len();
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+
+        // RFC 7323 §5.3 R1: PAWS.
+        let ts = seg.opts.timestamp;
+        if self.ts_ok && !rst {
+            if let Some(t) = ts {
+                if ts_before(t.tsval, self.ts_recent)
+                    && now - self.ts_recent_stamp < PAWS_IDLE
+                    && self.ts_recent_stamp != Instant::ZERO
+                {
+                    ctx.stats.dropped(DropReason::Paws);
+                    self.send_dupack(seq, end, plen > 0);
+                    return;
+                }
+            }
+        }
+
+        // RFC 9293 §3.10.7.4 first: is the segment acceptable?
+        let wnd = self.rcv_window_now();
+        let seg_len = seg.seq_len();
+        let in_wnd = |s: SeqNumber| s.in_range(self.rcv_nxt, self.rcv_nxt + wnd as usize);
+        let acceptable = match (seg_len, wnd) {
+            (0, 0) => seq == self.rcv_nxt,
+            (0, _) => in_wnd(seq),
+            (_, 0) => false,
+            (_, _) => in_wnd(seq) || in_wnd(seq + (seg_len - 1)),
+        };
+        if !acceptable {
+            if rst {
+                ctx.stats.dropped(DropReason::RstOutOfWindow);
+                return;
+            }
+            if end <= self.rcv_nxt && seg_len > 0 {
+                ctx.stats.duplicate_segments += u64::from(seg.segs);
+            }
+            ctx.stats.dropped(DropReason::OutOfWindow);
+            self.send_dupack(seq, end, seg_len > 0);
+            return;
+        }
+
+        // RFC 5961 §3.2: only an exact RST resets; an in-window one gets a challenge ACK.
+        if rst {
+            if seq == self.rcv_nxt {
+                ctx.stats.resets_received += 1;
+                self.reset(ctx, true);
+            } else {
+                self.challenge(now, ctx);
+            }
+            return;
+        }
+        // RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK.
+        if flags.contains(TcpFlags::SYN) {
+            ctx.stats.dropped(DropReason::SynInWindow);
+            self.challenge(now, ctx);
+            return;
+        }
+        if !flags.contains(TcpFlags::ACK) {
+            ctx.stats.dropped(DropReason::NoAck);
+            return;
+        }
+        // RFC 5961 §5.2: SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT, else challenge ACK.
+        let min_ack = SeqNumber(self.snd_una.get().wrapping_sub(self.max_snd_wnd));
+        if seg.ack > self.snd_nxt || seg.ack < min_ack {
+            ctx.stats.dropped(DropReason::BadAck);
+            self.challenge(now, ctx);
+            return;
+        }
+        let wnd_scaled = u32::from(seg.window) << self.snd_wscale;
+        self.max_snd_wnd = self.max_snd_wnd.max(wnd_scaled);
+        if seg.ack > self.snd_una {
+            self.snd_una = seg.ack;
+            if self.fin_sent && self.snd_una == self.snd_nxt {
+                self.our_fin_acked(now, ctx);
+                if matches!(self.state, State::Closed) {
+                    return;
+                }
+            }
+        }
+
+        // RFC 7323 §4.3 (3): TS.Recent from a segment with SEG.SEQ <= Last.ACK.sent. For a
+        // coalesced run this is the first segment's TSval (the one to echo).
+        if self.ts_ok {
+            if let Some(t) = ts {
+                if seq <= self.rcv_wup && !ts_before(t.tsval, self.ts_recent) {
+                    self.ts_recent = t.tsval;
+                    self.ts_recent_stamp = now;
+                }
+            }
+        }
+
+        if plen == 0 && !fin {
+            return;
+        }
+        match self.state {
+            State::Established | State::FinWait1 | State::FinWait2 => {}
+            _ => {
+                // The peer's FIN was already received: nothing more may arrive.
+                if plen > 0 {
+                    ctx.stats.dropped(DropReason::DataAfterFin);
+                }
+                self.ack.ack_now(AckReason::Duplicate);
+                return;
+            }
+        }
+        if self.app_closed && plen > 0 && end > self.rcv_nxt {
+            // RFC 9293 §3.10.7.4 / RFC 2525: data for a fully closed socket: reset.
+            ctx.stats.dropped(DropReason::DataAfterClose);
+            self.abort(ctx);
+            return;
+        }
+
+        // Trim to the window: the front (a partial retransmission, D-SACK its old part,
+        // RFC 2883 §4.1.2) and the tail (beyond the right edge; a FIN there is dropped).
+        let mut seq = seq;
+        if seq < self.rcv_nxt {
+            let cut = (self.rcv_nxt - seq) as u32;
+            if self.sack_ok {
+                self.dsack = Some(SackBlock {
+                    left: seq,
+                    right: self.rcv_nxt,
+                });
+            }
+            seg.payload.trim_front(cut.min(plen));
+            ctx.stats.duplicate_bytes += u64::from(cut.min(plen));
+            seq = self.rcv_nxt;
+        }
+        let right = self.rcv_nxt + wnd as usize;
+        let mut plen = seg.payload.len();
+        if seq + plen as usize > right {
+            let keep = (right - seq) as u32;
+            ctx.stats.dropped(DropReason::BeyondWindow);
+            seg.payload.truncate(keep);
+            plen = keep;
+            fin = false;
+        }
+        let psh = flags.contains(TcpFlags::PSH);
+        let remnant = flags.intersects(TcpFlags::FIN | TcpFlags::URG | TcpFlags::PSH);
+
+        if seq == self.rcv_nxt {
+            let had_ofo = !self.ooo.is_empty();
+            if plen > 0 {
+                if self.rxq.capacity() - self.rxq.len() < seg.payload.slice_count() {
+                    ctx.stats.dropped(DropReason::RxQueueFull);
+                    self.ack.ack_now(AckReason::Duplicate);
+                    return;
+                }
+                for s in seg.payload.drain() {
+                    self.rxq.push_back(s);
+                }
+                self.rxq_bytes += plen;
+                self.rcv_nxt += plen as usize;
+                ctx.stats.bytes_in_order += u64::from(plen);
+                ctx.stats.segments_in_order += u64::from(seg.segs);
+                let w = self.rcv_window_now();
+                self.ack.on_data(
+                    now,
+                    plen,
+                    u32::from(seg.gso_size),
+                    seg.segs,
+                    psh,
+                    remnant,
+                    w,
+                );
+            }
+            if fin {
+                self.ooo_fin = Some(self.rcv_nxt);
+            }
+            if had_ofo {
+                self.drain_ooo(ctx);
+                if self.ooo.is_empty() {
+                    // RFC 5681 §4.2: ACK at once when a segment fills a gap (ICSK_ACK_NOW).
+                    self.ack.ack_now(AckReason::GapFill);
+                }
+            }
+            self.prune_sack();
+            if plen > 0 {
+                self.signal_readable(ctx);
+            }
+            if self.ooo_fin == Some(self.rcv_nxt) {
+                self.on_fin(now, ctx);
+            }
+            let unacked = (self.rcv_nxt - self.rcv_wup) as u32;
+            let check = SndCheck {
+                unacked_bytes: unacked,
+                window_ok: self.candidate_window() >= self.rcv_wnd_last,
+                ofo: !self.ooo.is_empty(),
+                data_was_ofo: false,
+                sack: self.sack_ok,
+                rcv_nxt: self.rcv_nxt,
+            };
+            self.ack.snd_check(now, check);
+        } else {
+            // Out of order (seq > rcv_nxt): hold it, SACK it (RFC 2018 §4), ACK.
+            let segs = u64::from(seg.segs);
+            if fin {
+                self.ooo_fin = Some(seq + plen as usize);
+            }
+            if plen > 0 {
+                let n = seg.payload.slice_count();
+                let res = ctx.ooo.insert(
+                    &mut self.ooo,
+                    seq,
+                    plen,
+                    n,
+                    self.ooo_limit,
+                    seg.payload.drain(),
+                );
+                match res {
+                    Ok(0) => {
+                        ctx.stats.duplicate_segments += segs;
+                        ctx.stats.duplicate_bytes += u64::from(plen);
+                        if self.sack_ok {
+                            self.dsack = Some(SackBlock {
+                                left: seq,
+                                right: seq + plen as usize,
+                            });
+                        }
+                    }
+                    Ok(_) => {
+                        ctx.stats.ooo_segments += segs;
+                        ctx.stats.ooo_bytes += u64::from(plen);
+                        self.sack_new_ofo(seq, ctx);
+                    }
+                    Err(OooReject::ConnLimit) => ctx.stats.dropped(DropReason::OooConnLimit),
+                    Err(OooReject::CoreLimit) => ctx.stats.dropped(DropReason::OooCoreLimit),
+                }
+            }
+            self.ack.schedule();
+            let check = SndCheck {
+                unacked_bytes: (self.rcv_nxt - self.rcv_wup) as u32,
+                window_ok: self.candidate_window() >= self.rcv_wnd_last,
+                ofo: !self.ooo.is_empty(),
+                data_was_ofo: true,
+                sack: self.sack_ok,
+                rcv_nxt: self.rcv_nxt,
+            };
+            self.ack.snd_check(now, check);
+        }
+    }
+
+    fn signal_readable(&mut self, ctx: &mut Ctx<B>) {
+        if !self.readable_signalled && !self.app_closed {
+            self.readable_signalled = true;
+            ctx.event(Event::Readable(self.id));
+        }
+    }
+
+    /// Moves now-contiguous out-of-order data to the receive queue (`tcp_ofo_queue`).
+    fn drain_ooo(&mut self, ctx: &mut Ctx<B>) {
+        while self.rxq.len() < self.rxq.capacity() {
+            let Some(s) = ctx.ooo.pop_ready(&mut self.ooo, self.rcv_nxt) else {
+                break;
+            };
+            let l = u32::from(s.len);
+            self.rxq.push_back(s);
+            self.rxq_bytes += l;
+            self.rcv_nxt += l as usize;
+            ctx.stats.bytes_in_order += u64::from(l);
+        }
+    }
+
+    /// `tcp_sack_new_ofo_skb`: the block holding the new data goes first (RFC 2018 §4),
+    /// merged with any block it now touches; older blocks follow.
+    fn sack_new_ofo(&mut self, seq: SeqNumber, ctx: &Ctx<B>) {
+        if !self.sack_ok {
+            return;
+        }
+        let Some((l, r)) = ctx.ooo.block_around(&self.ooo, seq) else {
+            return;
+        };
+        self.sack.retain(|b| b.right < l || b.left > r);
+        if self.sack.is_full() {
+            self.sack.pop();
+        }
+        self.sack.insert(0, SackBlock { left: l, right: r });
+    }
+
+    /// `tcp_sack_remove`: blocks at or below rcv_nxt are acknowledged cumulatively.
+    fn prune_sack(&mut self) {
+        let nxt = self.rcv_nxt;
+        self.sack.retain(|b| b.right > nxt);
+        for b in self.sack.iter_mut() {
+            if b.left < nxt {
+                b.left = nxt;
+            }
+        }
+    }
+
+    /// `tcp_fin`: the peer's FIN is in order.
+    fn on_fin(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        self.ooo_fin = None;
+        self.rcv_nxt += 1;
+        self.peer_closed = true;
+        ctx.ooo.clear(&mut self.ooo);
+        self.sack.clear();
+        // ACK the FIN at once (Linux delays it in pingpong mode and usually piggybacks it
+        // on the application's FIN; a pure receiver has nothing to piggyback on).
+        self.ack.ack_now(AckReason::Fin);
+        match self.state {
+            State::Established => {
+                self.state = State::CloseWait;
+                if !self.app_closed {
+                    ctx.event(Event::PeerClosed(self.id));
+                }
+            }
+            State::FinWait1 => self.state = State::Closing,
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.fin_deadline = None;
+        self.tw_deadline = Some(now + self.time_wait);
+    }
+
+    fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        self.fin_deadline = None;
+        match self.state {
+            State::LastAck => {
+                self.state = State::Closed;
+                ctx.stats.conns_closed += 1;
+                ctx.event(Event::Closed(self.id));
+            }
+            State::FinWait1 => self.state = State::FinWait2,
+            State::Closing => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    /// The connection is gone (RST in or out); frees its buffers.
+    fn reset(&mut self, ctx: &mut Ctx<B>, by_peer: bool) {
+        self.state = State::Closed;
+        self.fin_deadline = None;
+        self.tw_deadline = None;
+        self.ack = AckState::new(self.ack.policy(), self.advmss, 536, Duration::ZERO);
+        ctx.ooo.clear(&mut self.ooo);
+        self.rxq.clear();
+        self.rxq_bytes = 0;
+        let _ = by_peer;
+        ctx.stats.conns_reset += 1;
+        ctx.event(Event::Reset(self.id));
+    }
+
+    /// Sends a RST and closes (application abort, data after close, FIN retries spent).
+    pub(crate) fn abort(&mut self, ctx: &mut Ctx<B>) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.reset(ctx, false);
+        self.rst_due = true;
+        self.mark_due(ctx);
+    }
+
+    /// The application closes (RFC 9293 §3.10.4): FIN, or RST if unread data is dropped
+    /// (RFC 2525 §2.17, as Linux `tcp_close` does).
+    pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        if self.app_closed {
+            return;
+        }
+        self.app_closed = true;
+        if self.rxq_bytes > 0 {
+            self.abort(ctx);
+            return;
+        }
+        match self.state {
+            State::Established => self.state = State::FinWait1,
+            State::CloseWait => self.state = State::LastAck,
+            _ => return,
+        }
+        self.fin_due = true;
+        self.fin_tries = 0;
+        self.fin_deadline = Some(now + self.ack_rto());
+        self.after_input(ctx);
+    }
+
+    fn ack_rto(&self) -> Duration {
+        Duration::from_millis(200)
+    }
+
+    /// The application consumed `n` bytes: free them and run `tcp_cleanup_rbuf`.
+    pub(crate) fn consume(&mut self, n: u32, ctx: &mut Ctx<B>) -> u32 {
+        let n = n.min(self.rxq_bytes);
+        let mut left = n;
+        while left > 0 {
+            let Some(front) = self.rxq.front_mut() else {
+                break;
+            };
+            let l = u32::from(front.len);
+            if l <= left {
+                left -= l;
+                self.rxq.pop_front();
+            } else {
+                front.off += left as u16;
+                front.len -= left as u16;
+                left = 0;
+            }
+        }
+        self.rxq_bytes -= n;
+        self.readable_signalled = false;
+        let now_w = self.rcv_window_now();
+        let doubled = if 2 * u64::from(now_w) <= u64::from(self.rcv_buf) {
+            let new = self.candidate_window();
+            new > 0 && u64::from(new) >= 2 * u64::from(now_w)
+        } else {
+            false
+        };
+        let drained = self.rxq_bytes == 0 && self.ooo.is_empty();
+        let unacked = (self.rcv_nxt - self.rcv_wup) as u32;
+        self.ack
+            .cleanup_rbuf(n, unacked, drained, doubled, self.peer_closed);
+        self.after_input(ctx);
+        n
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        self.ack.handle_timeout(now);
+        if let Some(t) = self.fin_deadline {
+            if t <= now {
+                if self.fin_tries >= self.fin_retries {
+                    ctx.stats.dropped(DropReason::FinRetriesExhausted);
+                    self.abort(ctx);
+                    return;
+                }
+                self.fin_tries += 1;
+                self.fin_due = true;
+                let backoff = self.ack_rto().as_nanos() << self.fin_tries.min(10);
+                self.fin_deadline = Some(now + Duration::from_nanos(backoff));
+            }
+        }
+        if let Some(t) = self.tw_deadline {
+            if t <= now {
+                self.tw_deadline = None;
+                self.state = State::Closed;
+                ctx.stats.conns_closed += 1;
+                ctx.event(Event::Closed(self.id));
+            }
+        }
+        self.after_input(ctx);
+    }
+
+    /// Builds what this connection owes (RST, FIN or ACK) into a buffer. `Ok(None)`:
+    /// nothing was owed. `Err(())`: the pool is empty.
+    pub(crate) fn build<P: crate::buf::BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        offload: bool,
+    ) -> Result<Option<(B, AckReason)>, ()> {
+        if self.rst_due {
+            let f = TcpFields {
+                seq: self.snd_nxt,
+                ack: self.rcv_nxt,
+                flags: TcpFlags::RST | TcpFlags::ACK,
+                window: 0,
+                ts: Timestamp {
+                    tsval: self.ts_now(now),
+                    tsecr: self.ts_recent,
+                },
+            };
+            let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
+            self.rst_due = false;
+            return Ok(Some((b, AckReason::Rst)));
+        }
+        let reason = if self.fin_due {
+            AckReason::Fin
+        } else if let Some(r) = self.ack.due() {
+            r
+        } else {
+            return Ok(None);
+        };
+        let window = self.select_window();
+        let mut flags = TcpFlags::ACK;
+        let mut seq = self.snd_nxt;
+        if self.fin_due {
+            flags |= TcpFlags::FIN;
+            seq = self.iss + 1;
+        }
+        let mut blocks: ArrayVec<SackBlock, MAX_SACK_BLOCKS> = ArrayVec::new();
+        if self.sack_ok {
+            let max = self.tmpl.max_sack_blocks();
+            if let Some(d) = self.dsack {
+                blocks.push(d);
+            }
+            for b in &self.sack {
+                if blocks.len() >= max {
+                    break;
+                }
+                blocks.push(*b);
+            }
+        }
+        let mut opt = [0u8; 36];
+        let n = sack_option(&blocks, &mut opt);
+        let f = TcpFields {
+            seq,
+            ack: self.rcv_nxt,
+            flags,
+            window,
+            ts: Timestamp {
+                tsval: self.ts_now(now),
+                tsecr: self.ts_recent,
+            },
+        };
+        let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
+        if self.fin_due {
+            self.fin_due = false;
+            if !self.fin_sent {
+                self.fin_sent = true;
+                self.snd_nxt = self.iss + 2;
+            }
+        }
+        self.rcv_wup = self.rcv_nxt;
+        self.rcv_wnd_last = self.rcv_window_now();
+        self.dsack = None;
+        self.ack.on_ack_sent();
+        Ok(Some((b, reason)))
+    }
+
+    /// `true` when the connection is gone and nothing more is owed.
+    pub(crate) fn reapable(&self) -> bool {
+        matches!(self.state, State::Closed) && !self.rst_due && !self.queued
+    }
+
+    /// Everything the public `ConnInfo` shows.
+    pub(crate) fn info(&self) -> super::ConnInfo {
+        super::ConnInfo {
+            id: self.id,
+            flow: self.flow,
+            state: self.state,
+            rcv_nxt: self.rcv_nxt,
+            unconsumed: self.rxq_bytes,
+            ooo_bytes: self.ooo.bytes,
+            window: self.rcv_window_now(),
+            rcv_mss: self.ack.rcv_mss(),
+            sack: self.sack_ok,
+            timestamps: self.ts_ok,
+            rcv_wscale: self.rcv_wscale,
+            snd_wscale: self.snd_wscale,
+        }
+    }
+
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<B>) {
+        ctx.ooo.clear(&mut self.ooo);
+        self.rxq.clear();
+    }
+}
