@@ -4,8 +4,14 @@
 //! `Packet<T: AsRef<[u8]>>` with `new_checked`, getters on `AsRef`, setters on `AsMut`.
 //! After `new_checked` succeeds no accessor panics.
 //!
+//! Files: [`ethernet`] (+ one 802.1Q tag), [`arp`], [`ipv4`], [`ipv6`] (bounded
+//! extension-header walk), [`tcp`] (header and options), [`icmp`] (echo, neighbor
+//! discovery), [`checksum`]; [`parse()`] is the one entry point per received frame
+//! ([`Parsed`], [`DropReason`], [`ParseStats`]); [`emit`] builds frames ([`TcpFrame`] and
+//! the ARP/ICMP/ND replies).
+//!
 //! This file holds the types shared by every stage: the flags, the parsed options and the
-//! [`TcpMeta`] that [`parse`] produces for each received TCP segment. GRO compares
+//! [`TcpMeta`] that [`parse()`] produces for each received TCP segment. GRO compares
 //! `TcpMeta`s, TCP consumes GRO's [`crate::segment::Segment`]s built from them.
 
 pub mod arp;
