@@ -1,1 +1,45 @@
-//! (being written)
+//! weir's safe layer over DPDK.
+//!
+//! - [`Eal`]: initialised once per process ([`Eal::init`]); proof of initialisation for
+//!   everything else; lcores and remote launch.
+//! - [`Mempool`] (never freed, `Copy`) and [`Mbuf`] (owned, freed on drop,
+//!   `#[repr(transparent)]`), which implement the stack's `BufPool` and `PacketBuf`.
+//! - [`Port`]: configure, start, stop, MAC, link, stats; [`PortRxQueue`] /
+//!   [`PortTxQueue`] implement the stack's `RxQueue` / `TxQueue`.
+//! - [`Clock`]: the TSC as nanosecond [`stack::time::Instant`]s.
+//! - [`ring_port_pair`]: two in-memory ports wired back to back.
+//!
+//! This and `dpdk-sys` are the only crates of weir with `unsafe` code; every block says
+//! why it is sound. A typical start:
+//!
+//! ```no_run
+//! use dpdk::{Eal, Mempool, Port, PortConfig};
+//! let eal = Eal::init(["weir", "--no-pci", "--no-huge", "-m", "512", "--vdev=net_ring0"])?;
+//! let pool = Mempool::new(&eal, "rx", 8191, 256, dpdk::DEFAULT_DATA_ROOM)?;
+//! let mut port = Port::configure(&eal, 0, pool, &PortConfig::default())?;
+//! port.start()?;
+//! let (rxq, txq) = (port.rx_queue(0)?, port.tx_queue(0)?);
+//! # Ok::<(), dpdk::Error>(())
+//! ```
+
+mod clock;
+mod eal;
+mod error;
+mod mbuf;
+mod mempool;
+mod port;
+mod ring;
+
+pub use clock::Clock;
+pub use eal::{Eal, Launched};
+pub use error::{Error, Result};
+pub use mbuf::{Mbuf, PacketType, Segments};
+pub use mempool::{Mempool, PortPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM};
+pub use port::{
+    tx_csum_caps, DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats,
+    PortTxQueue, TxCsumCaps,
+};
+pub use ring::ring_port_pair;
+
+/// The raw bindings, for what the safe layer does not cover yet.
+pub use dpdk_sys as sys;

@@ -1,0 +1,326 @@
+//! Owned packet buffers (`rte_mbuf`), freed on drop.
+//!
+//! An [`Mbuf`] is exactly one pointer (`#[repr(transparent)]` over `NonNull<rte_mbuf>`),
+//! so a burst array of `Mbuf`s is passed to `rte_eth_rx_burst` / `rte_eth_tx_burst`
+//! as-is. Dropping one calls `rte_pktmbuf_free`, which frees the whole chain.
+//!
+//! ## TX checksum offload
+//! Whether a port offloads checksums is a property of the port, not of the mbuf. When a
+//! [`crate::Port`] is configured it records its TX checksum capabilities in a process-wide
+//! table indexed by port id; [`PacketBuf::request_tx_checksum`] looks up the mbuf's `port`
+//! field there. Received mbufs carry their RX port; allocated ones get a port from
+//! [`crate::PortPool`] or [`Mbuf::set_port`]. An mbuf with no port (or a port without the
+//! offload) answers `false`, and the caller computes the checksum in software.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum, TxChecksumOffload};
+
+use crate::port::tx_csum_caps;
+
+/// An owned packet buffer; the chain it heads is freed on drop.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct Mbuf {
+    raw: NonNull<dpdk_sys::rte_mbuf>,
+}
+
+// SAFETY: an Mbuf owns its rte_mbuf exclusively (no clones are handed out), and freeing it
+// on another thread is allowed by DPDK (the mempool is multi-producer safe).
+unsafe impl Send for Mbuf {}
+
+impl Drop for Mbuf {
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf; rte_pktmbuf_free frees every segment of the chain.
+        unsafe { dpdk_sys::rte_pktmbuf_free(self.raw.as_ptr()) }
+    }
+}
+
+/// What the driver recognised about a received packet (`rte_mbuf::packet_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PacketType(pub u32);
+
+impl PacketType {
+    /// The raw `RTE_PTYPE_*` bits (0: the driver does not classify).
+    pub fn raw(self) -> u32 {
+        self.0
+    }
+    /// An IPv4 header (with or without options), as `RTE_ETH_IS_IPV4_HDR` tests it.
+    pub fn is_ipv4(self) -> bool {
+        self.0 & dpdk_sys::RTE_PTYPE_L3_IPV4 != 0
+    }
+    /// An IPv6 header, as `RTE_ETH_IS_IPV6_HDR` tests it.
+    pub fn is_ipv6(self) -> bool {
+        self.0 & dpdk_sys::RTE_PTYPE_L3_IPV6 != 0
+    }
+    /// A TCP segment.
+    pub fn is_tcp(self) -> bool {
+        self.0 & dpdk_sys::RTE_PTYPE_L4_MASK == dpdk_sys::RTE_PTYPE_L4_TCP
+    }
+    /// A UDP datagram.
+    pub fn is_udp(self) -> bool {
+        self.0 & dpdk_sys::RTE_PTYPE_L4_MASK == dpdk_sys::RTE_PTYPE_L4_UDP
+    }
+}
+
+impl Mbuf {
+    /// Takes ownership of a raw mbuf.
+    ///
+    /// # Safety
+    /// `raw` must be a valid mbuf (chain head) that nothing else will use or free.
+    pub unsafe fn from_raw(raw: NonNull<dpdk_sys::rte_mbuf>) -> Mbuf {
+        Mbuf { raw }
+    }
+
+    /// Gives up ownership; the caller must free or transmit the mbuf.
+    pub fn into_raw(self) -> NonNull<dpdk_sys::rte_mbuf> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// The raw pointer (ownership stays here).
+    pub fn as_ptr(&self) -> *mut dpdk_sys::rte_mbuf {
+        self.raw.as_ptr()
+    }
+
+    fn m(&self) -> &dpdk_sys::rte_mbuf {
+        // SAFETY: we own a valid mbuf; shared access through &self.
+        unsafe { self.raw.as_ref() }
+    }
+
+    fn m_mut(&mut self) -> &mut dpdk_sys::rte_mbuf {
+        // SAFETY: we own a valid mbuf exclusively; &mut self guarantees uniqueness.
+        unsafe { self.raw.as_mut() }
+    }
+
+    /// Bytes in the first segment.
+    pub fn len(&self) -> usize {
+        usize::from(self.m().data_len)
+    }
+
+    /// `true` when the first segment holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.m().data_len == 0
+    }
+
+    /// Bytes in the whole chain.
+    pub fn pkt_len(&self) -> usize {
+        self.m().pkt_len as usize
+    }
+
+    /// Number of segments in the chain.
+    pub fn nb_segs(&self) -> u16 {
+        self.m().nb_segs
+    }
+
+    /// The port it was received on (or stamped with), `None` if unset.
+    pub fn port(&self) -> Option<u16> {
+        let p = self.m().port;
+        (u32::from(p) != dpdk_sys::RTE_MBUF_PORT_INVALID).then_some(p)
+    }
+
+    /// Marks the mbuf as bound for (or received on) `port`; see the module documentation.
+    pub fn set_port(&mut self, port: u16) {
+        self.m_mut().port = port;
+    }
+
+    /// The first segment's bytes.
+    pub fn data(&self) -> &[u8] {
+        let m = self.m();
+        // SAFETY: buf_addr + data_off .. + data_len lies inside the mbuf's buffer, which we
+        // own and which lives as long as self.
+        unsafe {
+            std::slice::from_raw_parts(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
+        }
+    }
+
+    /// The first segment's bytes, writable.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let m = self.m_mut();
+        // SAFETY: as in `data`, and &mut self makes the access exclusive (no clones exist).
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
+        }
+    }
+
+    /// Extends the data by `len` bytes at the end of the last segment and returns them
+    /// (contents unspecified), or `None` when there is no room.
+    pub fn append(&mut self, len: u16) -> Option<&mut [u8]> {
+        // SAFETY: we own the mbuf; rte_pktmbuf_append returns NULL or a pointer to `len`
+        // writable bytes inside the last segment.
+        unsafe {
+            let p = dpdk_sys::rte_pktmbuf_append(self.raw.as_ptr(), len);
+            if p.is_null() {
+                return None;
+            }
+            Some(std::slice::from_raw_parts_mut(p.cast::<u8>(), usize::from(len)))
+        }
+    }
+
+    /// Appends `bytes` (see [`Mbuf::append`]); `false` when they do not fit.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) -> bool {
+        let Ok(len) = u16::try_from(bytes.len()) else {
+            return false;
+        };
+        match self.append(len) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes `len` bytes from the front of the first segment (`rte_pktmbuf_adj`);
+    /// `false` if it holds fewer.
+    pub fn adj(&mut self, len: u16) -> bool {
+        // SAFETY: we own the mbuf; rte_pktmbuf_adj checks the length.
+        !unsafe { dpdk_sys::rte_pktmbuf_adj(self.raw.as_ptr(), len) }.is_null()
+    }
+
+    /// Removes `len` bytes from the end of the last segment (`rte_pktmbuf_trim`);
+    /// `false` if it holds fewer.
+    pub fn trim(&mut self, len: u16) -> bool {
+        // SAFETY: we own the mbuf; rte_pktmbuf_trim checks the length.
+        unsafe { dpdk_sys::rte_pktmbuf_trim(self.raw.as_ptr(), len) == 0 }
+    }
+
+    /// The segments of the chain, in order, as byte slices.
+    pub fn segments(&self) -> Segments<'_> {
+        Segments {
+            next: self.raw.as_ptr(),
+            _owner: PhantomData,
+        }
+    }
+
+    /// Copies the whole chain's bytes into a `Vec` (tests and diagnostics).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.pkt_len());
+        for s in self.segments() {
+            v.extend_from_slice(s);
+        }
+        v
+    }
+
+    /// The raw offload flags (`RTE_MBUF_F_*`).
+    pub fn ol_flags(&self) -> u64 {
+        self.m().ol_flags
+    }
+
+    /// The RSS hash the NIC computed, if any.
+    pub fn rss_hash(&self) -> Option<u32> {
+        let m = self.m();
+        if m.ol_flags & u64::from(dpdk_sys::RTE_MBUF_F_RX_RSS_HASH) == 0 {
+            return None;
+        }
+        // SAFETY: with RTE_MBUF_F_RX_RSS_HASH set, the hash union holds the RSS hash.
+        Some(unsafe { m.__bindgen_anon_2.hash.rss })
+    }
+
+    /// The packet type the driver recognised.
+    pub fn packet_type(&self) -> PacketType {
+        // SAFETY: packet_type is a plain u32 view of a union of integers: always valid.
+        PacketType(unsafe { self.m().__bindgen_anon_1.packet_type })
+    }
+
+    /// The NIC's RX checksum verdicts. DPDK's "NONE" status (checksum field not filled
+    /// in but the data verified, e.g. virtio/tap carrying a local sender's
+    /// CHECKSUM_PARTIAL packet) counts as good.
+    pub fn rx_checksum(&self) -> RxChecksum {
+        let f = self.m().ol_flags;
+        let status = |mask: u32, good: u32, bad: u32| match f & u64::from(mask) {
+            v if v == u64::from(mask) => ChecksumStatus::Good, // *_CKSUM_NONE
+            v if v == u64::from(good) => ChecksumStatus::Good,
+            v if v == u64::from(bad) => ChecksumStatus::Bad,
+            _ => ChecksumStatus::Unknown,
+        };
+        RxChecksum {
+            ip: status(
+                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK,
+                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD,
+            ),
+            l4: status(
+                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK,
+                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
+            ),
+        }
+    }
+
+    /// Sets the TX checksum offload flags and header lengths unconditionally (the caller
+    /// knows the port supports them). Prefer [`PacketBuf::request_tx_checksum`].
+    pub fn set_tx_checksum(&mut self, req: TxChecksumOffload) {
+        let m = self.m_mut();
+        let mut flags = dpdk_sys::RTE_MBUF_F_TX_TCP_CKSUM;
+        if req.ipv4 {
+            flags |= dpdk_sys::RTE_MBUF_F_TX_IPV4 | dpdk_sys::RTE_MBUF_F_TX_IP_CKSUM;
+        } else {
+            flags |= dpdk_sys::RTE_MBUF_F_TX_IPV6;
+        }
+        m.ol_flags |= flags;
+        // SAFETY: tx_offload's bit-field view is plain integers; writing it is always valid.
+        let tx = unsafe { &mut m.__bindgen_anon_3.__bindgen_anon_1 };
+        tx.set_l2_len(u64::from(req.l2_len));
+        tx.set_l3_len(u64::from(req.l3_len));
+    }
+}
+
+impl PacketBuf for Mbuf {
+    fn data(&self) -> &[u8] {
+        Mbuf::data(self)
+    }
+    fn data_mut(&mut self) -> &mut [u8] {
+        Mbuf::data_mut(self)
+    }
+    fn rx_checksum(&self) -> RxChecksum {
+        Mbuf::rx_checksum(self)
+    }
+    fn is_contiguous(&self) -> bool {
+        self.m().nb_segs == 1
+    }
+    fn request_tx_checksum(&mut self, req: TxChecksumOffload) -> bool {
+        let Some(port) = self.port() else {
+            return false;
+        };
+        let caps = tx_csum_caps(port);
+        if !caps.tcp || (req.ipv4 && !caps.ipv4) {
+            return false;
+        }
+        self.set_tx_checksum(req);
+        true
+    }
+}
+
+/// Iterator over the segments of an mbuf chain ([`Mbuf::segments`]).
+#[derive(Debug)]
+pub struct Segments<'a> {
+    next: *mut dpdk_sys::rte_mbuf,
+    _owner: PhantomData<&'a Mbuf>,
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.next.is_null() {
+            return None;
+        }
+        // SAFETY: `next` is a segment of a chain owned by the Mbuf borrowed for 'a.
+        unsafe {
+            let m = &*self.next;
+            self.next = m.next;
+            Some(std::slice::from_raw_parts(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            ))
+        }
+    }
+}

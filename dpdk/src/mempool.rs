@@ -1,0 +1,183 @@
+//! Packet-buffer pools (`rte_pktmbuf_pool_create`).
+//!
+//! A [`Mempool`] is never freed: like most DPDK applications, weir creates its pools at
+//! start-up and keeps them until the process exits. That is what makes [`Mbuf`] safe to
+//! hold anywhere: no mbuf can outlive its pool. The handle is `Copy`.
+
+use std::ffi::CString;
+use std::ptr::NonNull;
+
+use stack::buf::BufPool;
+
+use crate::error::{rte_errno, strerror, Error, Result};
+use crate::mbuf::Mbuf;
+use crate::Eal;
+
+/// Default data room per mbuf: 2048 bytes of frame after `RTE_PKTMBUF_HEADROOM` (128).
+pub const DEFAULT_DATA_ROOM: u16 = dpdk_sys::RTE_MBUF_DEFAULT_BUF_SIZE as u16;
+
+/// Default per-lcore cache (DPDK's examples use 250; 256 fits a power-of-two pool).
+pub const DEFAULT_CACHE: u32 = 256;
+
+/// A pool of packet buffers (a pktmbuf mempool). Thread-safe; lives until process exit.
+#[derive(Clone, Copy, Debug)]
+pub struct Mempool {
+    raw: NonNull<dpdk_sys::rte_mempool>,
+}
+
+// SAFETY: rte_mempool operations are multi-producer/multi-consumer safe (ring-based ops),
+// and the pool is never freed, so the pointer may be shared and sent between threads.
+unsafe impl Send for Mempool {}
+// SAFETY: as above; every method takes &self and relies on DPDK's internal synchronisation.
+unsafe impl Sync for Mempool {}
+
+impl Mempool {
+    /// Creates a pool of `count` mbufs with `data_room` bytes each (including the 128-byte
+    /// headroom; [`DEFAULT_DATA_ROOM`] holds a 1518-byte frame with room to spare) and a
+    /// per-lcore cache of `cache` mbufs. `count` is best a power of two minus one.
+    pub fn new(_eal: &Eal, name: &str, count: u32, cache: u32, data_room: u16) -> Result<Mempool> {
+        let cname = CString::new(name).map_err(|_| Error::NulInArgument(name.to_owned()))?;
+        // rte_mempool's cache may not exceed RTE_MEMPOOL_CACHE_MAX_SIZE (512) nor count/1.5.
+        let cache = cache.min(512).min(count * 2 / 3);
+        // SAFETY: cname is a valid C string; the EAL is initialised (`_eal`).
+        let raw = unsafe {
+            dpdk_sys::rte_pktmbuf_pool_create(
+                cname.as_ptr(),
+                count,
+                cache,
+                0,
+                data_room,
+                dpdk_sys::SOCKET_ID_ANY,
+            )
+        };
+        match NonNull::new(raw) {
+            Some(raw) => Ok(Mempool { raw }),
+            None => {
+                let errno = rte_errno();
+                Err(Error::Create {
+                    what: "mempool",
+                    name: name.to_owned(),
+                    errno,
+                    message: strerror(errno),
+                    hint: match errno {
+                        libc::EEXIST => "a mempool with this name exists: pick another name",
+                        libc::ENOMEM => {
+                            "not enough memory: fewer mbufs, a larger -m, or \
+                             scripts/setup-hugepages.sh"
+                        }
+                        _ => "check count, cache and data room sizes",
+                    },
+                })
+            }
+        }
+    }
+
+    /// The raw pool pointer, for calls the safe layer does not cover.
+    pub fn as_ptr(&self) -> *mut dpdk_sys::rte_mempool {
+        self.raw.as_ptr()
+    }
+
+    /// Mbufs currently allocated (`rte_mempool_in_use_count`). Mbufs sitting in per-lcore
+    /// caches count as free. O(number of lcores).
+    pub fn in_use(&self) -> usize {
+        // SAFETY: the pool is valid for the life of the process.
+        unsafe { dpdk_sys::rte_mempool_in_use_count(self.raw.as_ptr()) as usize }
+    }
+
+    /// Mbufs available (`rte_mempool_avail_count`).
+    pub fn available(&self) -> usize {
+        // SAFETY: the pool is valid for the life of the process.
+        unsafe { dpdk_sys::rte_mempool_avail_count(self.raw.as_ptr()) as usize }
+    }
+
+    /// Bytes each mbuf can hold after the headroom.
+    pub fn data_room(&self) -> usize {
+        // SAFETY: the pool is valid for the life of the process.
+        let room = unsafe { dpdk_sys::rte_pktmbuf_data_room_size(self.raw.as_ptr()) };
+        usize::from(room).saturating_sub(dpdk_sys::RTE_PKTMBUF_HEADROOM as usize)
+    }
+
+    /// An empty mbuf (`data()` is empty), or `None` when the pool is exhausted.
+    pub fn alloc_empty(&self) -> Option<Mbuf> {
+        // SAFETY: the pool is valid; rte_pktmbuf_alloc returns an owned, reset mbuf or NULL.
+        let m = unsafe { dpdk_sys::rte_pktmbuf_alloc(self.raw.as_ptr()) };
+        // SAFETY: a non-NULL mbuf from the pool is exclusively ours.
+        NonNull::new(m).map(|m| unsafe { Mbuf::from_raw(m) })
+    }
+
+    /// An mbuf whose data is exactly `len` bytes (contents unspecified), or `None` when the
+    /// pool is exhausted or `len` exceeds [`Mempool::data_room`].
+    pub fn alloc_len(&self, len: usize) -> Option<Mbuf> {
+        let len16 = u16::try_from(len).ok()?;
+        let mut m = self.alloc_empty()?;
+        m.append(len16)?;
+        Some(m)
+    }
+
+    /// Allocates `n` mbufs at once (`rte_pktmbuf_alloc_bulk`: all or none) and appends
+    /// them to `out`; returns `false` when the pool has fewer than `n` free.
+    pub fn alloc_bulk<const N: usize>(
+        &self,
+        out: &mut arrayvec::ArrayVec<Mbuf, N>,
+        n: usize,
+    ) -> bool {
+        let n = n.min(out.remaining_capacity());
+        let len = out.len();
+        // SAFETY: Mbuf is repr(transparent) over NonNull<rte_mbuf>, i.e. one pointer, so
+        // the spare capacity holds n pointer slots; DPDK writes all n or none.
+        let ret = unsafe {
+            let spare = out.as_mut_ptr().add(len).cast::<*mut dpdk_sys::rte_mbuf>();
+            dpdk_sys::rte_pktmbuf_alloc_bulk(self.raw.as_ptr(), spare, n as u32)
+        };
+        if ret != 0 {
+            return false;
+        }
+        // SAFETY: the n slots after len now hold valid, owned, non-NULL mbufs.
+        unsafe { out.set_len(len + n) };
+        true
+    }
+
+    /// A [`BufPool`] that stamps `port` into every mbuf it hands out, so that
+    /// [`stack::buf::PacketBuf::request_tx_checksum`] knows whether that port offloads
+    /// checksums.
+    pub fn for_port(self, port: u16) -> PortPool {
+        PortPool { pool: self, port }
+    }
+}
+
+impl BufPool for Mempool {
+    type Buf = Mbuf;
+    /// Mbufs from here carry no port: `request_tx_checksum` returns `false` on them until
+    /// [`Mbuf::set_port`] is called. Use [`Mempool::for_port`] for transmit buffers.
+    fn alloc(&mut self, len: usize) -> Option<Mbuf> {
+        self.alloc_len(len)
+    }
+}
+
+/// A [`Mempool`] that marks the buffers it hands out as bound for one port
+/// (see [`Mempool::for_port`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PortPool {
+    pool: Mempool,
+    port: u16,
+}
+
+impl PortPool {
+    /// The underlying pool.
+    pub fn mempool(&self) -> Mempool {
+        self.pool
+    }
+    /// The port stamped into each mbuf.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl BufPool for PortPool {
+    type Buf = Mbuf;
+    fn alloc(&mut self, len: usize) -> Option<Mbuf> {
+        let mut m = self.pool.alloc_len(len)?;
+        m.set_port(self.port);
+        Some(m)
+    }
+}

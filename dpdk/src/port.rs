@@ -1,0 +1,601 @@
+//! Ethernet ports and their queues.
+//!
+//! [`Port::configure`] sets up N RX and TX queues and asks only for offloads the device
+//! reports (`rte_eth_dev_info`): RX IPv4/TCP/UDP checksum, TX IPv4/TCP checksum, and RSS
+//! on IP addresses and TCP ports when there is more than one RX queue. Each queue has
+//! exactly one handle ([`PortRxQueue`], [`PortTxQueue`]), which implements the stack's
+//! driver traits and is moved to the lcore that polls it.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use dpdk_sys::consts as c;
+use stack::driver::{Burst, RxQueue, TxQueue};
+
+use crate::error::{port_error, Error, Result};
+use crate::mbuf::Mbuf;
+use crate::mempool::Mempool;
+use crate::Eal;
+
+const MAX_PORTS: usize = dpdk_sys::RTE_MAX_ETHPORTS as usize;
+
+const TX_CAP_IPV4: u8 = 1;
+const TX_CAP_TCP: u8 = 2;
+
+/// TX checksum capabilities of each configured port (bit set above), indexed by port id.
+static TX_CSUM: [AtomicU8; MAX_PORTS] = [const { AtomicU8::new(0) }; MAX_PORTS];
+
+/// TX checksum offloads a port has enabled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxCsumCaps {
+    /// IPv4 header checksum.
+    pub ipv4: bool,
+    /// TCP checksum.
+    pub tcp: bool,
+}
+
+/// The TX checksum offloads enabled on `port` (none if unconfigured or out of range).
+pub fn tx_csum_caps(port: u16) -> TxCsumCaps {
+    let bits = TX_CSUM
+        .get(usize::from(port))
+        .map_or(0, |b| b.load(Ordering::Relaxed));
+    TxCsumCaps {
+        ipv4: bits & TX_CAP_IPV4 != 0,
+        tcp: bits & TX_CAP_TCP != 0,
+    }
+}
+
+/// How to configure a port.
+#[derive(Clone, Debug)]
+pub struct PortConfig {
+    /// RX queues (one per polling lcore).
+    pub rx_queues: u16,
+    /// TX queues.
+    pub tx_queues: u16,
+    /// RX descriptors per queue (adjusted to the device's limits).
+    pub rx_desc: u16,
+    /// TX descriptors per queue (adjusted to the device's limits).
+    pub tx_desc: u16,
+    /// Receive every frame, whatever its destination MAC.
+    pub promiscuous: bool,
+    /// Ask for RX/TX checksum offloads when the device has them.
+    pub checksum_offload: bool,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            rx_queues: 1,
+            tx_queues: 1,
+            rx_desc: 1024,
+            tx_desc: 1024,
+            promiscuous: false,
+            checksum_offload: true,
+        }
+    }
+}
+
+/// What a device reports about itself (part of `rte_eth_dev_info`).
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// The PMD, e.g. `"net_ring"`, `"net_tap"`, `"net_ice"`.
+    pub driver_name: String,
+    /// Largest number of RX queues.
+    pub max_rx_queues: u16,
+    /// Largest number of TX queues.
+    pub max_tx_queues: u16,
+    /// `RTE_ETH_RX_OFFLOAD_*` the device supports.
+    pub rx_offload_capa: u64,
+    /// `RTE_ETH_TX_OFFLOAD_*` the device supports.
+    pub tx_offload_capa: u64,
+    /// `RTE_ETH_RSS_*` hash types the device supports.
+    pub flow_type_rss_offloads: u64,
+}
+
+/// The offloads and RSS hash types a configured port actually uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offloads {
+    /// `RTE_ETH_RX_OFFLOAD_*` enabled.
+    pub rx: u64,
+    /// `RTE_ETH_TX_OFFLOAD_*` enabled.
+    pub tx: u64,
+    /// `RTE_ETH_RSS_*` hash types enabled (0: no RSS, all traffic on queue 0).
+    pub rss_hf: u64,
+}
+
+impl Offloads {
+    /// RX IPv4 header checksum verification.
+    pub fn rx_ipv4_cksum(&self) -> bool {
+        self.rx & c::RTE_ETH_RX_OFFLOAD_IPV4_CKSUM != 0
+    }
+    /// RX TCP checksum verification.
+    pub fn rx_tcp_cksum(&self) -> bool {
+        self.rx & c::RTE_ETH_RX_OFFLOAD_TCP_CKSUM != 0
+    }
+    /// TX IPv4 header checksum.
+    pub fn tx_ipv4_cksum(&self) -> bool {
+        self.tx & c::RTE_ETH_TX_OFFLOAD_IPV4_CKSUM != 0
+    }
+    /// TX TCP checksum.
+    pub fn tx_tcp_cksum(&self) -> bool {
+        self.tx & c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM != 0
+    }
+}
+
+/// Link state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The link is up.
+    pub up: bool,
+    /// Speed in Mbit/s (0 when unknown).
+    pub speed_mbps: u32,
+    /// Full duplex.
+    pub full_duplex: bool,
+}
+
+/// Basic port counters (`rte_eth_stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Packets received.
+    pub ipackets: u64,
+    /// Packets sent.
+    pub opackets: u64,
+    /// Bytes received.
+    pub ibytes: u64,
+    /// Bytes sent.
+    pub obytes: u64,
+    /// Packets the NIC dropped because the RX queues were full.
+    pub imissed: u64,
+    /// Erroneous received packets.
+    pub ierrors: u64,
+    /// Failed transmissions.
+    pub oerrors: u64,
+    /// RX mbuf allocation failures.
+    pub rx_nombuf: u64,
+}
+
+/// State shared by a port and its queue handles; the last one dropped stops the port.
+#[derive(Debug)]
+struct Shared {
+    id: u16,
+    started: AtomicBool,
+    rx_taken: Mutex<Vec<bool>>,
+    tx_taken: Mutex<Vec<bool>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.started.swap(false, Ordering::AcqRel) {
+            // SAFETY: valid port; neither the Port nor any queue handle exists any more,
+            // so nothing polls it.
+            unsafe { dpdk_sys::rte_eth_dev_stop(self.id) };
+        }
+    }
+}
+
+/// A configured Ethernet port. The port stops when the `Port` and all its queue handles
+/// are dropped (it stays configured; ports are never closed).
+#[derive(Debug)]
+pub struct Port {
+    shared: Arc<Shared>,
+    cfg: PortConfig,
+    offloads: Offloads,
+}
+
+/// Fails with [`Error::NoSuchPort`] unless `port` exists.
+fn check_port(eal: &Eal, port: u16) -> Result<()> {
+    // SAFETY: accepts any id.
+    if unsafe { dpdk_sys::rte_eth_dev_is_valid_port(port) } == 1 {
+        Ok(())
+    } else {
+        Err(Error::NoSuchPort {
+            port,
+            available: eal.port_count(),
+        })
+    }
+}
+
+impl Port {
+    /// What device `port` reports; [`Error::NoSuchPort`] if it does not exist.
+    pub fn info(eal: &Eal, port: u16) -> Result<DeviceInfo> {
+        let raw = raw_info(eal, port)?;
+        let driver_name = if raw.driver_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: driver_name points to the PMD's static NUL-terminated name.
+            unsafe { std::ffi::CStr::from_ptr(raw.driver_name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        Ok(DeviceInfo {
+            driver_name,
+            max_rx_queues: raw.max_rx_queues,
+            max_tx_queues: raw.max_tx_queues,
+            rx_offload_capa: raw.rx_offload_capa,
+            tx_offload_capa: raw.tx_offload_capa,
+            flow_type_rss_offloads: raw.flow_type_rss_offloads,
+        })
+    }
+
+    /// Configures `port` with `cfg`, taking RX buffers from `pool`. The port is not
+    /// started; call [`Port::start`].
+    pub fn configure(eal: &Eal, port: u16, pool: Mempool, cfg: &PortConfig) -> Result<Port> {
+        let info = raw_info(eal, port)?;
+        if cfg.rx_queues == 0
+            || cfg.tx_queues == 0
+            || cfg.rx_queues > info.max_rx_queues
+            || cfg.tx_queues > info.max_tx_queues
+        {
+            return Err(Error::Port {
+                port,
+                op: "rte_eth_dev_configure",
+                errno: libc::EINVAL,
+                message: format!(
+                    "asked for {} RX / {} TX queues, the device has 1..={} / 1..={}",
+                    cfg.rx_queues, cfg.tx_queues, info.max_rx_queues, info.max_tx_queues
+                ),
+                hint: "use fewer queues (one per lcore)",
+            });
+        }
+
+        let mut offloads = Offloads::default();
+        if cfg.checksum_offload {
+            offloads.rx = (c::RTE_ETH_RX_OFFLOAD_IPV4_CKSUM
+                | c::RTE_ETH_RX_OFFLOAD_TCP_CKSUM
+                | c::RTE_ETH_RX_OFFLOAD_UDP_CKSUM)
+                & info.rx_offload_capa;
+            offloads.tx = (c::RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM)
+                & info.tx_offload_capa;
+        }
+        if cfg.rx_queues > 1 {
+            offloads.rss_hf = (c::RTE_ETH_RSS_IP | c::RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
+        }
+
+        let mut conf = dpdk_sys::rte_eth_conf::default();
+        conf.rxmode.offloads = offloads.rx;
+        conf.txmode.offloads = offloads.tx;
+        if offloads.rss_hf != 0 {
+            conf.rxmode.mq_mode = dpdk_sys::RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut(); // the PMD's default key
+            conf.rx_adv_conf.rss_conf.rss_hf = offloads.rss_hf;
+        }
+        // SAFETY: conf is a valid, fully initialised configuration.
+        let ret = unsafe {
+            dpdk_sys::rte_eth_dev_configure(port, cfg.rx_queues, cfg.tx_queues, &conf)
+        };
+        if ret < 0 {
+            return Err(port_error(port, "rte_eth_dev_configure", ret));
+        }
+
+        let (mut nb_rxd, mut nb_txd) = (cfg.rx_desc, cfg.tx_desc);
+        // SAFETY: valid port and out-pointers.
+        let ret =
+            unsafe { dpdk_sys::rte_eth_dev_adjust_nb_rx_tx_desc(port, &mut nb_rxd, &mut nb_txd) };
+        if ret < 0 {
+            return Err(port_error(port, "rte_eth_dev_adjust_nb_rx_tx_desc", ret));
+        }
+        // SAFETY: valid port.
+        let socket = unsafe { dpdk_sys::rte_eth_dev_socket_id(port) } as u32; // -1: any
+
+        let mut rxconf = info.default_rxconf;
+        rxconf.offloads = offloads.rx;
+        for q in 0..cfg.rx_queues {
+            // SAFETY: the port is configured; rxconf and the pool are valid.
+            let ret = unsafe {
+                dpdk_sys::rte_eth_rx_queue_setup(port, q, nb_rxd, socket, &rxconf, pool.as_ptr())
+            };
+            if ret < 0 {
+                return Err(port_error(port, "rte_eth_rx_queue_setup", ret));
+            }
+        }
+        let mut txconf = info.default_txconf;
+        txconf.offloads = offloads.tx;
+        for q in 0..cfg.tx_queues {
+            // SAFETY: the port is configured; txconf is valid.
+            let ret = unsafe { dpdk_sys::rte_eth_tx_queue_setup(port, q, nb_txd, socket, &txconf) };
+            if ret < 0 {
+                return Err(port_error(port, "rte_eth_tx_queue_setup", ret));
+            }
+        }
+
+        let mut bits = 0;
+        if offloads.tx_ipv4_cksum() {
+            bits |= TX_CAP_IPV4;
+        }
+        if offloads.tx_tcp_cksum() {
+            bits |= TX_CAP_TCP;
+        }
+        TX_CSUM[usize::from(port)].store(bits, Ordering::Relaxed);
+
+        Ok(Port {
+            shared: Arc::new(Shared {
+                id: port,
+                started: AtomicBool::new(false),
+                rx_taken: Mutex::new(vec![false; usize::from(cfg.rx_queues)]),
+                tx_taken: Mutex::new(vec![false; usize::from(cfg.tx_queues)]),
+            }),
+            cfg: cfg.clone(),
+            offloads,
+        })
+    }
+
+    /// The port id.
+    pub fn id(&self) -> u16 {
+        self.shared.id
+    }
+
+    /// The offloads and RSS hash types in use.
+    pub fn offloads(&self) -> Offloads {
+        self.offloads
+    }
+
+    /// The configuration it was set up with.
+    pub fn config(&self) -> &PortConfig {
+        &self.cfg
+    }
+
+    /// Starts the port (and enables promiscuous mode if configured).
+    pub fn start(&mut self) -> Result<()> {
+        let id = self.id();
+        // SAFETY: the port is configured with all its queues set up.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_start(id) };
+        if ret < 0 {
+            return Err(port_error(id, "rte_eth_dev_start", ret));
+        }
+        self.shared.started.store(true, Ordering::Release);
+        if self.cfg.promiscuous {
+            self.set_promiscuous(true)?;
+        }
+        Ok(())
+    }
+
+    /// Stops the port. Fails with [`Error::QueuesInUse`] while queue handles exist, so
+    /// no lcore is polling a stopped queue.
+    pub fn stop(&mut self) -> Result<()> {
+        if Arc::strong_count(&self.shared) > 1 {
+            return Err(Error::QueuesInUse { port: self.id() });
+        }
+        if !self.shared.started.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        // SAFETY: valid port; no queue handle is alive (checked above).
+        let ret = unsafe { dpdk_sys::rte_eth_dev_stop(self.id()) };
+        if ret < 0 {
+            return Err(port_error(self.id(), "rte_eth_dev_stop", ret));
+        }
+        Ok(())
+    }
+
+    /// Enables or disables promiscuous mode. Devices that cannot (ENOTSUP) are left as
+    /// they are; ring ports, for example, receive everything anyway.
+    pub fn set_promiscuous(&mut self, on: bool) -> Result<()> {
+        let id = self.id();
+        // SAFETY: valid port.
+        let ret = unsafe {
+            if on {
+                dpdk_sys::rte_eth_promiscuous_enable(id)
+            } else {
+                dpdk_sys::rte_eth_promiscuous_disable(id)
+            }
+        };
+        if ret < 0 && ret != -libc::ENOTSUP {
+            return Err(port_error(id, "rte_eth_promiscuous_enable/disable", ret));
+        }
+        Ok(())
+    }
+
+    /// The port's MAC address.
+    pub fn mac(&self) -> Result<[u8; 6]> {
+        let mut addr = dpdk_sys::rte_ether_addr::default();
+        // SAFETY: valid port and out-pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_macaddr_get(self.id(), &mut addr) };
+        if ret < 0 {
+            return Err(port_error(self.id(), "rte_eth_macaddr_get", ret));
+        }
+        Ok(addr.addr_bytes)
+    }
+
+    /// The link state, without waiting.
+    pub fn link(&self) -> Result<Link> {
+        let mut link = dpdk_sys::rte_eth_link::default();
+        // SAFETY: valid port and out-pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_link_get_nowait(self.id(), &mut link) };
+        if ret < 0 {
+            return Err(port_error(self.id(), "rte_eth_link_get_nowait", ret));
+        }
+        Ok(Link {
+            up: link.link_status() == 1,
+            speed_mbps: link.link_speed,
+            full_duplex: link.link_duplex() == 1,
+        })
+    }
+
+    /// The port's counters.
+    pub fn stats(&self) -> Result<PortStats> {
+        let mut s = dpdk_sys::rte_eth_stats::default();
+        // SAFETY: valid port and out-pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_stats_get(self.id(), &mut s) };
+        if ret < 0 {
+            return Err(port_error(self.id(), "rte_eth_stats_get", ret));
+        }
+        Ok(PortStats {
+            ipackets: s.ipackets,
+            opackets: s.opackets,
+            ibytes: s.ibytes,
+            obytes: s.obytes,
+            imissed: s.imissed,
+            ierrors: s.ierrors,
+            oerrors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        })
+    }
+
+    /// Zeroes the port's counters.
+    pub fn reset_stats(&mut self) -> Result<()> {
+        // SAFETY: valid port.
+        let ret = unsafe { dpdk_sys::rte_eth_stats_reset(self.id()) };
+        if ret < 0 {
+            return Err(port_error(self.id(), "rte_eth_stats_reset", ret));
+        }
+        Ok(())
+    }
+
+    /// The handle of RX queue `queue`; each queue has one handle at a time.
+    pub fn rx_queue(&self, queue: u16) -> Result<PortRxQueue> {
+        take(&self.shared, &self.shared.rx_taken, "RX", queue)?;
+        Ok(PortRxQueue {
+            port: self.id(),
+            queue,
+            shared: Arc::clone(&self.shared),
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// The handle of TX queue `queue`; each queue has one handle at a time.
+    pub fn tx_queue(&self, queue: u16) -> Result<PortTxQueue> {
+        take(&self.shared, &self.shared.tx_taken, "TX", queue)?;
+        Ok(PortTxQueue {
+            port: self.id(),
+            queue,
+            shared: Arc::clone(&self.shared),
+            _not_sync: PhantomData,
+        })
+    }
+}
+
+fn take(shared: &Shared, taken: &Mutex<Vec<bool>>, dir: &'static str, queue: u16) -> Result<()> {
+    let mut t = taken.lock().unwrap_or_else(|e| e.into_inner());
+    let count = t.len() as u16;
+    match t.get_mut(usize::from(queue)) {
+        Some(slot) if !*slot => {
+            *slot = true;
+            Ok(())
+        }
+        _ => Err(Error::QueueUnavailable {
+            port: shared.id,
+            dir,
+            queue,
+            count,
+        }),
+    }
+}
+
+fn release(taken: &Mutex<Vec<bool>>, queue: u16) {
+    let mut t = taken.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(slot) = t.get_mut(usize::from(queue)) {
+        *slot = false;
+    }
+}
+
+fn raw_info(eal: &Eal, port: u16) -> Result<dpdk_sys::rte_eth_dev_info> {
+    check_port(eal, port)?;
+    let mut info = dpdk_sys::rte_eth_dev_info::default();
+    // SAFETY: the port exists; info is a valid out-pointer.
+    let ret = unsafe { dpdk_sys::rte_eth_dev_info_get(port, &mut info) };
+    if ret < 0 {
+        return Err(port_error(port, "rte_eth_dev_info_get", ret));
+    }
+    Ok(info)
+}
+
+/// The one handle of a port's RX queue. `Send` (move it to its lcore), not `Sync`.
+#[derive(Debug)]
+pub struct PortRxQueue {
+    port: u16,
+    queue: u16,
+    shared: Arc<Shared>,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+/// The one handle of a port's TX queue. `Send` (move it to its lcore), not `Sync`.
+#[derive(Debug)]
+pub struct PortTxQueue {
+    port: u16,
+    queue: u16,
+    shared: Arc<Shared>,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+impl Drop for PortRxQueue {
+    fn drop(&mut self) {
+        release(&self.shared.rx_taken, self.queue);
+    }
+}
+
+impl Drop for PortTxQueue {
+    fn drop(&mut self) {
+        release(&self.shared.tx_taken, self.queue);
+    }
+}
+
+impl PortRxQueue {
+    /// The port id.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    /// The queue id.
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+}
+
+impl PortTxQueue {
+    /// The port id.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    /// The queue id.
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+}
+
+impl RxQueue for PortRxQueue {
+    type Buf = Mbuf;
+    fn rx_burst(&mut self, out: &mut Burst<Mbuf>) -> usize {
+        let len = out.len();
+        let room = out.remaining_capacity() as u16;
+        if room == 0 {
+            return 0;
+        }
+        // SAFETY: Mbuf is repr(transparent) over a non-null mbuf pointer, so the spare
+        // capacity is `room` pointer slots; this handle is the queue's only user.
+        let n = unsafe {
+            let spare = out.as_mut_ptr().add(len).cast::<*mut dpdk_sys::rte_mbuf>();
+            dpdk_sys::rte_eth_rx_burst(self.port, self.queue, spare, room)
+        };
+        // SAFETY: the PMD wrote n owned, non-null mbuf pointers after `len`.
+        unsafe { out.set_len(len + usize::from(n)) };
+        usize::from(n)
+    }
+}
+
+impl TxQueue for PortTxQueue {
+    type Buf = Mbuf;
+    fn tx_burst(&mut self, pkts: &mut Burst<Mbuf>) -> usize {
+        let len = pkts.len();
+        if len == 0 {
+            return 0;
+        }
+        let base = pkts.as_mut_ptr();
+        // SAFETY: the first `len` elements are owned mbufs laid out as pointers; this
+        // handle is the queue's only user. The PMD takes ownership of the first n.
+        let n = usize::from(unsafe {
+            dpdk_sys::rte_eth_tx_burst(
+                self.port,
+                self.queue,
+                base.cast::<*mut dpdk_sys::rte_mbuf>(),
+                len as u16,
+            )
+        });
+        // SAFETY: the first n now belong to the PMD: forget them (set_len(0) first so a
+        // panic cannot double-free), then move the unsent n..len to the front.
+        unsafe {
+            pkts.set_len(0);
+            std::ptr::copy(base.add(n), base, len - n);
+            pkts.set_len(len - n);
+        }
+        n
+    }
+}
