@@ -258,17 +258,19 @@ impl H {
         self.tcp.ack_stats().get(r)
     }
 
-    /// Spends the quickack credit of connection start (16 quick ACKs) with small in-order
-    /// segments, consuming them, so later tests see the steady state.
+    /// Spends the quickack credit of connection start (16 quick ACKs) with full-sized
+    /// in-order segments, consuming them, so later tests see the steady state
+    /// (rcv_mss = 1448).
     pub fn exhaust_quickack(&mut self) {
         for _ in 0..20 {
-            self.data(100, 100, false);
+            self.data(u32::from(MSS), MSS, false);
             self.read_all();
             let _ = self.tx();
             self.now += Duration::from_millis(1);
         }
-        // Let any delayed ACK fire.
-        self.advance(Duration::from_millis(300));
+        // Let any delayed ACK fire, but stay under the 200 ms RTO: a longer idle re-grants
+        // quick ACKs (tcp_event_data_recv).
+        self.advance(Duration::from_millis(45));
         let _ = self.tx();
         let info = self.tcp.info(self.id()).expect("info");
         assert_eq!(info.unconsumed, 0);

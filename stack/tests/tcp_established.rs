@@ -1,0 +1,457 @@
+//! ESTABLISHED: in-order and out-of-order receive, SACK/D-SACK, PAWS, RFC 5961, the window,
+//! and the ACK policy (Linux `tcp_input.c`, RFC 5681 §4.2). Each test names what it checks.
+
+mod tcp_fixture;
+
+use stack::ack::{AckPolicy, AckReason};
+use stack::seq::SeqNumber;
+use stack::tcp::{DropReason, Event, TcpConfig};
+use stack::time::Duration;
+use stack::wire::{SackBlock, TcpFlags};
+use tcp_fixture::*;
+
+fn established(policy: AckPolicy) -> H {
+    let mut h = H::new(policy);
+    h.handshake(SynOpts::all());
+    h
+}
+
+fn sack_blocks(m: &stack::wire::TcpMeta) -> Vec<(u32, u32)> {
+    m.opts.sack[..usize::from(m.opts.sack_count)]
+        .iter()
+        .map(|b: &SackBlock| (b.left.get(), b.right.get()))
+        .collect()
+}
+
+/// Linux `__tcp_ack_snd_check` (a) with GRO (linux-receive-path.md §4): one coalesced
+/// 45-segment run gets exactly one stretch ACK covering all of it.
+#[test]
+fn one_stretch_ack_per_45_segment_run_tcp_ack_snd_check() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let before = h.acks(AckReason::Stretch);
+    let total = h.tcp.ack_stats().total();
+    h.data(45 * 1448, 1448, false);
+    assert_eq!(h.read_all().len(), 45 * 1448);
+    let out = h.tx();
+    assert_eq!(out.len(), 1, "one ACK for the whole run");
+    assert_eq!(out[0].ack, h.snd_nxt);
+    assert_eq!(h.acks(AckReason::Stretch), before + 1);
+    assert_eq!(h.tcp.ack_stats().total(), total + 1);
+    // Nothing further is owed.
+    h.advance(Duration::from_millis(500));
+    assert!(h.tx().is_empty());
+}
+
+/// Linux `tcp_event_data_recv` -> `tcp_incr_quickack(TCP_MAX_QUICKACKS)` on the first data:
+/// the first 16 data segments are ACKed at once (quick), the 17th waits for the timer.
+#[test]
+fn quickack_at_connection_start_tcp_event_data_recv() {
+    let mut h = established(AckPolicy::linux());
+    for i in 0..16 {
+        h.data(1448, 1448, false);
+        let out = h.tx();
+        assert_eq!(out.len(), 1, "segment {i} ACKed at once");
+        assert_eq!(out[0].ack, h.snd_nxt);
+        h.now += Duration::from_millis(1);
+    }
+    assert_eq!(h.acks(AckReason::Quick), 16);
+    h.data(1448, 1448, false);
+    assert!(h.tx().is_empty(), "quickack credit spent: delayed");
+    h.advance(Duration::from_millis(40));
+    assert_eq!(h.tx().len(), 1);
+    assert_eq!(h.acks(AckReason::DelayedTimer), 1);
+}
+
+/// RFC 5681 §4.2 and RFC 2018 §4: out-of-order data gets an immediate duplicate ACK whose
+/// first SACK block holds the most recently received segment.
+#[test]
+fn immediate_dupack_with_sack_on_out_of_order_rfc2018_4() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let base = h.snd_nxt;
+    h.data_at(base + 1448, 1448, 1448);
+    let out = h.tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, base);
+    let b1 = ((base + 1448).get(), (base + 2896).get());
+    assert_eq!(sack_blocks(&out[0]), vec![b1]);
+    h.data_at(base + 4344, 1448, 1448);
+    let out = h.tx();
+    assert_eq!(out.len(), 1);
+    let b2 = ((base + 4344).get(), (base + 5792).get());
+    assert_eq!(
+        sack_blocks(&out[0]),
+        vec![b2, b1],
+        "most recent block first"
+    );
+    // Extending the older block moves it to the front (RFC 2018 §4).
+    h.data_at(base + 2896, 1448, 1448);
+    let out = h.tx();
+    assert_eq!(
+        sack_blocks(&out[0]),
+        vec![((base + 1448).get(), (base + 5792).get())],
+        "blocks that touch merge"
+    );
+    assert_eq!(h.acks(AckReason::OutOfOrder), 3);
+    assert_eq!(h.tcp.stats().ooo_segments, 3);
+}
+
+/// Linux `tcp_data_queue`: when the out-of-order queue drains, `ICSK_ACK_NOW` (RFC 5681 §4.2:
+/// ACK a segment that fills a gap at once).
+#[test]
+fn immediate_ack_on_gap_fill_rfc5681_4_2() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let base = h.snd_nxt;
+    h.data_at(base + 1448, 2896, 1448);
+    let _ = h.tx();
+    h.data(1448, 1448, false);
+    h.snd_nxt = base + 4344;
+    let out = h.tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, base + 4344);
+    assert_eq!(out[0].opts.sack_count, 0, "nothing left to SACK");
+    assert_eq!(h.acks(AckReason::GapFill), 1);
+    let got = h.read_all();
+    assert_eq!(got.len(), 4344);
+    for (i, b) in got.iter().enumerate() {
+        assert_eq!(*b, pattern(base + i));
+    }
+}
+
+/// Linux `tcp_send_delayed_ack`: a lone sub-MSS segment (application not reading) waits for
+/// the delayed-ACK timer, at least `TCP_DELACK_MIN` = 40 ms.
+#[test]
+fn delayed_ack_for_lone_sub_mss_segment_tcp_send_delayed_ack() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    h.now += Duration::from_millis(50);
+    let t0 = h.now;
+    h.data(500, 500, false);
+    assert!(h.tx().is_empty());
+    let deadline = h.tcp.poll_timeout().expect("timer armed");
+    assert!(
+        deadline - t0 >= Duration::from_millis(40),
+        "{:?}",
+        deadline - t0
+    );
+    h.advance(Duration::from_millis(39));
+    assert!(h.tx().is_empty());
+    h.advance(deadline - h.now);
+    let out = h.tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, h.snd_nxt);
+    assert!(h.acks(AckReason::DelayedTimer) >= 1);
+}
+
+fn psh_mss(on: bool) -> (usize, u64, u64) {
+    let mut h = established(AckPolicy::linux().with_quickack_psh_mss(on));
+    h.exhaust_quickack();
+    let psh_before = h.acks(AckReason::Psh);
+    let timer_before = h.acks(AckReason::DelayedTimer);
+    h.data(1448, 1448, true);
+    assert!(
+        h.tx().is_empty(),
+        "exactly 1 MSS: not > rcv_mss, no immediate ACK"
+    );
+    h.read_all();
+    let n = h.tx().len();
+    h.advance(Duration::from_millis(200));
+    let _ = h.tx();
+    (
+        n,
+        h.acks(AckReason::Psh) - psh_before,
+        h.acks(AckReason::DelayedTimer) - timer_before,
+    )
+}
+
+/// Linux 4720852ed9af (`tcp_measure_rcv_mss`): an exactly-1-MSS segment with PSH sets
+/// `ICSK_ACK_PUSHED`, so `tcp_cleanup_rbuf` ACKs when the application reads it. With the
+/// switch off the ACK waits for the delayed-ACK timer (seed 002's regression).
+#[test]
+fn quickack_psh_mss_on_and_off_4720852ed9af() {
+    assert_eq!(psh_mss(true), (1, 1, 0));
+    assert_eq!(psh_mss(false), (0, 0, 1));
+}
+
+/// Linux `tcp_cleanup_rbuf`: after the application consumes, an ACK is sent when the window
+/// at least doubles; RFC 9293 §3.8.6.2.2: the right edge never moves left.
+#[test]
+fn window_update_after_consumption_doubles_window_tcp_cleanup_rbuf() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let mut right = 0u64;
+    let check_edge = |acks: &[stack::wire::TcpMeta], right: &mut u64| {
+        for a in acks {
+            let r = u64::from(a.ack.get()) + (u64::from(a.window) << 3);
+            assert!(r >= *right, "right edge moved left");
+            *right = r;
+        }
+    };
+    // Fill 200 KiB of the 256 KiB buffer without reading.
+    for _ in 0..5 {
+        h.data(40 * 1024, 1024, false);
+        let a = h.tx();
+        check_edge(&a, &mut right);
+        h.advance(Duration::from_millis(50));
+        let a = h.tx();
+        check_edge(&a, &mut right);
+    }
+    let info = h.tcp.info(h.id()).expect("info");
+    assert!(info.window <= 60 * 1024, "window shrank to {}", info.window);
+    let wu = h.acks(AckReason::WindowUpdate);
+    h.read_all();
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(h.acks(AckReason::WindowUpdate), wu + 1);
+    assert_eq!(u32::from(a[0].window) << 3, 256 * 1024);
+    check_edge(&a, &mut right);
+}
+
+/// `every:N` counts wire segments inside coalesced runs (Segment.segs).
+#[test]
+fn every_n_counts_segments_inside_runs() {
+    let mut h = established(AckPolicy::every(4));
+    h.data(3 * 1000, 1000, false);
+    assert!(h.tx().is_empty(), "3 of 4");
+    h.data(1000, 1000, false);
+    assert_eq!(h.tx().len(), 1, "4th segment");
+    h.data(5 * 1000, 1000, false);
+    assert_eq!(h.tx().len(), 1, "a run of 5 counts 5");
+    h.data(1000, 1000, false);
+    assert!(h.tx().is_empty());
+    // RFC 5681 §4.2: within 500 ms.
+    h.advance(Duration::from_millis(500));
+    assert_eq!(h.tx().len(), 1);
+    assert_eq!(h.acks(AckReason::Stretch), 2);
+    assert_eq!(h.acks(AckReason::DelayedTimer), 1);
+}
+
+/// `rfc5681` = `every:2`; `delay:NS` waits NS and ACKs out-of-order data at once.
+#[test]
+fn rfc5681_and_delay_presets() {
+    let mut h = established("rfc5681".parse().expect("preset"));
+    h.data(1000, 1000, false);
+    let a = h.tx();
+    assert!(a.is_empty(), "{a:?} {:?}", h.tcp.ack_stats());
+    h.data(1000, 1000, false);
+    assert_eq!(h.tx().len(), 1);
+
+    let mut h = established("delay:2000000".parse().expect("preset"));
+    // (Not read: reading would open the window from the SYN-ACK's 64 KiB and send a
+    // window update, tcp_cleanup_rbuf.)
+    h.data(20 * 1448, 1448, false);
+    assert!(h.tx().is_empty());
+    h.advance(Duration::from_millis(2));
+    assert_eq!(h.tx().len(), 1);
+    let nxt = h.snd_nxt;
+    h.data_at(nxt + 1000, 1000, 1000);
+    assert_eq!(h.tx().len(), 1, "out of order: at once");
+}
+
+/// RFC 7323 §5.3 R1 (PAWS): a segment whose TSval is older than TS.Recent is dropped and
+/// answered with an ACK; §4.3: TSecr echoes TS.Recent.
+#[test]
+fn paws_rejects_old_timestamp_rfc7323_5_3() {
+    let mut h = established(AckPolicy::linux());
+    h.tsval = 9000;
+    h.data(1000, 1000, false);
+    let a = h.tx();
+    assert_eq!(a[0].opts.timestamp.expect("ts").tsecr, 9000);
+    h.tsval = 8999;
+    let nxt = h.snd_nxt;
+    h.data(1000, 1000, false);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, nxt, "the old segment was not accepted");
+    assert_eq!(a[0].opts.timestamp.expect("ts").tsecr, 9000);
+    assert_eq!(h.tcp.stats().drops(DropReason::Paws), 1);
+    assert_eq!(h.read_all().len(), 1000);
+}
+
+/// RFC 7323 §4.3 (3): TS.Recent is taken only from a segment with SEG.SEQ <= Last.ACK.sent,
+/// so a segment beyond a delayed ACK does not change the echo.
+#[test]
+fn ts_recent_only_from_seq_at_last_ack_sent_rfc7323_4_3() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    h.tsval = 10_000;
+    h.data(500, 500, false); // delayed: Last.ACK.sent stays before it
+    h.tsval = 10_001;
+    h.data(500, 500, false); // SEG.SEQ > Last.ACK.sent
+    h.advance(Duration::from_millis(200));
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].opts.timestamp.expect("ts").tsecr, 10_000);
+}
+
+/// RFC 5961 §3.2: a RST in the window but not at RCV.NXT gets a challenge ACK; an exact
+/// one resets the connection.
+#[test]
+fn challenge_ack_for_inexact_rst_rfc5961_3_2() {
+    let mut h = established(AckPolicy::linux());
+    h.data(1000, 1000, false);
+    let _ = h.tx();
+    let s = h.seg(h.snd_nxt + 100, TcpFlags::RST, 0, 0);
+    h.send(s);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].flags, TcpFlags::ACK);
+    assert_eq!(a[0].ack, h.snd_nxt);
+    assert_eq!(h.acks(AckReason::Challenge), 1);
+    assert!(h.tcp.info(h.id()).is_some(), "still connected");
+    // Out of window: silently dropped.
+    let s = h.seg(h.snd_nxt + 10_000_000, TcpFlags::RST, 0, 0);
+    h.send(s);
+    assert!(h.tx().is_empty());
+    // Exact: reset.
+    let s = h.seg(h.snd_nxt, TcpFlags::RST, 0, 0);
+    h.send(s);
+    assert!(h.tx().is_empty());
+    assert!(h.tcp.info(h.id()).is_none());
+    let id = h.id();
+    assert!(h.tcp.events().any(|e| e == Event::Reset(id)));
+    assert_eq!(h.tcp.stats().conns_reset, 1);
+}
+
+/// RFC 5961 §4.2: a SYN on a synchronized connection gets a challenge ACK.
+#[test]
+fn challenge_ack_for_in_window_syn_rfc5961_4_2() {
+    let mut h = established(AckPolicy::linux());
+    let s = h.seg(h.snd_nxt + 10, TcpFlags::SYN, 0, 0);
+    h.send(s);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, h.snd_nxt);
+    assert_eq!(h.acks(AckReason::Challenge), 1);
+    assert!(h.tcp.info(h.id()).is_some());
+}
+
+/// RFC 5961 §5.2: an ACK for data never sent gets a challenge ACK and is dropped; §7: the
+/// per-core limit on challenge ACKs.
+#[test]
+fn challenge_ack_for_bad_ack_and_rate_limit_rfc5961_5_2_and_7() {
+    let mut cfg = cfg();
+    cfg.challenge_ack_limit = 2;
+    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    h.handshake(SynOpts::all());
+    h.our_nxt += 1000;
+    for _ in 0..3 {
+        let s = h.seg(h.snd_nxt, TcpFlags::ACK, 100, 100);
+        h.send(s);
+        let _ = h.tx();
+    }
+    assert_eq!(h.acks(AckReason::Challenge), 2);
+    assert_eq!(h.tcp.stats().drops(DropReason::ChallengeRateLimited), 1);
+    assert_eq!(h.tcp.stats().drops(DropReason::BadAck), 3);
+    assert_eq!(h.tcp.readable_bytes(h.id()), 0);
+}
+
+/// RFC 2883 §4.1.1: a duplicate segment is reported with a D-SACK block first; Linux
+/// `tcp_send_dupack` enters quickack mode.
+#[test]
+fn dsack_for_duplicate_rfc2883_4_1_1() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let base = h.snd_nxt;
+    h.data(2000, 1000, false);
+    h.read_all();
+    let _ = h.tx();
+    h.data_at(base, 1000, 1000);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(sack_blocks(&a[0]), vec![(base.get(), (base + 1000).get())]);
+    assert_eq!(h.acks(AckReason::Duplicate), 1);
+    assert_eq!(h.tcp.stats().duplicate_segments, 1);
+    // Out-of-order duplicate: D-SACK first, then the SACK block.
+    h.data_at(h.snd_nxt + 1000, 1000, 1000);
+    let _ = h.tx();
+    h.data_at(h.snd_nxt + 1000, 1000, 1000);
+    let a = h.tx();
+    let b = ((h.snd_nxt + 1000).get(), (h.snd_nxt + 2000).get());
+    assert_eq!(sack_blocks(&a[0]), vec![b, b]);
+}
+
+/// RFC 9293 §3.4 / RFC 1982: sequence numbers across the 2^32 wrap, in and out of order.
+#[test]
+fn sequence_wrap_rfc9293_3_4() {
+    let mut h = H::new(AckPolicy::linux());
+    h.snd_nxt = SeqNumber(u32::MAX - 5000);
+    h.handshake(SynOpts::all());
+    let base = h.snd_nxt;
+    // Out of order across the wrap, then the gap.
+    h.data_at(base + 4000, 4000, 1000);
+    let a = h.tx();
+    assert_eq!(
+        sack_blocks(&a[0]),
+        vec![((base + 4000).get(), (base + 8000).get())]
+    );
+    assert!((base + 8000).get() < 10_000, "the block wrapped");
+    h.data(4000, 1000, false);
+    h.snd_nxt = base + 8000;
+    let a = h.tx();
+    assert_eq!(a[0].ack, base + 8000);
+    let got = h.read_all();
+    assert_eq!(got.len(), 8000);
+    for (i, b) in got.iter().enumerate() {
+        assert_eq!(*b, pattern(base + i));
+    }
+}
+
+/// Out-of-order limits: beyond the connection's byte limit segments are dropped and
+/// counted; the sender's retransmission fills in later.
+#[test]
+fn ooo_limit_drops_and_counts() {
+    let cfg = TcpConfig {
+        ooo_conn_bytes: 3000,
+        ..cfg()
+    };
+    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    h.handshake(SynOpts::all());
+    let base = h.snd_nxt;
+    h.data_at(base + 1000, 2000, 1000);
+    h.data_at(base + 3000, 2000, 1000);
+    assert_eq!(h.tcp.stats().drops(DropReason::OooConnLimit), 1);
+    h.data(1000, 1000, false);
+    h.data_at(base + 3000, 2000, 1000);
+    h.snd_nxt = base + 5000;
+    assert_eq!(h.read_all().len(), 5000);
+}
+
+/// TX checksum offload requested but refused by the buffer: software checksums (the
+/// fixture's parser verifies them).
+#[test]
+fn tx_offload_falls_back_to_software() {
+    let mut h = established(AckPolicy::linux());
+    h.offload = true;
+    h.data(1000, 1000, false);
+    assert_eq!(h.tx().len(), 1);
+}
+
+/// `poll_tx` stops when the burst is full and keeps the rest due.
+#[test]
+fn poll_tx_respects_burst_capacity() {
+    let cfg = TcpConfig {
+        max_conns: 128,
+        ..cfg()
+    };
+    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut ids = Vec::new();
+    for p in 0..70u16 {
+        h.flow.sport = 1000 + p;
+        h.snd_nxt = SeqNumber(1000);
+        h.handshake(SynOpts::all());
+        ids.push(h.our_nxt);
+    }
+    for (p, our) in ids.iter().enumerate() {
+        h.flow.sport = 1000 + p as u16;
+        h.our_nxt = *our;
+        h.snd_nxt = SeqNumber(1001);
+        h.data(100, 100, false);
+    }
+    let mut out = stack::driver::Burst::new();
+    assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 64);
+    out.clear();
+    assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 6);
+}
