@@ -59,6 +59,11 @@ pub trait PacketBuf {
     fn is_contiguous(&self) -> bool {
         true
     }
+    /// Shortens the frame to `len` bytes (a reply built into a buffer sized for the
+    /// worst case). Returns `false` if this buffer type cannot, or `len` is longer.
+    fn truncate(&mut self, _len: usize) -> bool {
+        false
+    }
     /// Asks the NIC to compute checksums on transmit. Returns `false` when this buffer's
     /// device cannot (the caller then computes them in software).
     fn request_tx_checksum(&mut self, _req: TxChecksumOffload) -> bool {

@@ -55,6 +55,13 @@ impl PacketBuf for VecBuf {
     fn rx_checksum(&self) -> RxChecksum {
         self.csum
     }
+    fn truncate(&mut self, len: usize) -> bool {
+        if len > self.data.len() {
+            return false;
+        }
+        self.data.truncate(len);
+        true
+    }
 }
 
 /// A bounded pool of [`VecBuf`]s: at most `capacity` outstanding, each at most

@@ -1,1 +1,233 @@
-//! (being written: see the open issues)
+//! The run-to-completion pipeline of one core: parse → GRO → TCP → ACK batch.
+//!
+//! This file only wires the stages together; each rule lives in its stage's module. The
+//! driver owns the loop and calls, once per iteration and in this order:
+//!
+//! 1. `now = clock`; `rx_burst` into a [`Burst`];
+//! 2. [`Pipeline::handle_rx_burst`]`(now, burst)`: parse, feed GRO (or, with GRO off, TCP
+//!    directly), flush what is due at the end of the burst, hand coalesced segments to TCP;
+//! 3. the application: [`Pipeline::tcp`] → `events()` / `recv()` / `close()`;
+//! 4. [`Pipeline::handle_timeout`]`(now)`: GRO deadlines, delayed-ACK and other TCP timers;
+//! 5. [`Pipeline::poll_tx`]`(now, pool, out)`: every reply and ACK due, built into one
+//!    batch; then one `tx_burst`.
+//!
+//! Nothing here allocates after construction: replies wait in a fixed-size queue, GRO and
+//! TCP tables are preallocated.
+
+use arrayvec::ArrayVec;
+
+use crate::ack::AckPolicy;
+use crate::buf::{BufPool, PacketBuf};
+use crate::driver::Burst;
+use crate::gro::{Gro, GroConfig};
+use crate::segment::Segment;
+use crate::stats::{PipelineStats, Stats};
+use crate::tcp::{Tcp, TcpConfig, TcpError};
+use crate::time::Instant;
+use crate::wire::{
+    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse, ArpRequest, IcmpEcho,
+    LocalAddrs, NeighborSolicit, ParseStats, Parsed,
+};
+
+/// Replies (ARP, ICMP echo, neighbor advertisement) waiting for `poll_tx`. A burst of
+/// pings beyond this is dropped and counted, never queued without bound.
+const CTL_QUEUE: usize = 32;
+
+/// Longest reply frame the pipeline builds (an echo reply to a full-size ping).
+const MAX_REPLY: usize = 1518;
+
+/// Everything one core's pipeline needs to start.
+#[derive(Clone, Debug)]
+pub struct PipelineConfig {
+    /// weir's MAC and IP addresses on this port.
+    pub local: LocalAddrs,
+    /// GRO settings, or `None` to hand every segment to TCP as it arrives (`--no-gro`).
+    pub gro: Option<GroConfig>,
+    /// TCP settings.
+    pub tcp: TcpConfig,
+    /// Ports to accept connections on, with the ACK policy of each.
+    pub listen: Vec<(u16, AckPolicy)>,
+    /// Ask the NIC to compute transmit checksums (when the port offers it).
+    pub tx_csum_offload: bool,
+}
+
+/// A reply owed to a control-plane request.
+#[derive(Debug)]
+enum Ctl<B> {
+    Arp(ArpRequest),
+    /// The request's buffer is kept: the reply echoes its data.
+    Echo(IcmpEcho, B),
+    Neighbor(NeighborSolicit),
+}
+
+/// One core's receive pipeline. See the module documentation for the call order.
+pub struct Pipeline<B> {
+    local: LocalAddrs,
+    gro: Option<Gro<B>>,
+    tcp: Tcp<B>,
+    ctl: ArrayVec<Ctl<B>, CTL_QUEUE>,
+    parse_stats: ParseStats,
+    stats: PipelineStats,
+    tx_csum_offload: bool,
+}
+
+impl<B: PacketBuf> Pipeline<B> {
+    /// Builds the stages and opens the listeners.
+    pub fn new(cfg: PipelineConfig) -> Result<Self, TcpError> {
+        let mut tcp = Tcp::new(cfg.tcp);
+        for (port, policy) in &cfg.listen {
+            tcp.listen(*port, *policy)?;
+        }
+        Ok(Pipeline {
+            local: cfg.local,
+            gro: cfg.gro.map(Gro::new),
+            tcp,
+            ctl: ArrayVec::new(),
+            parse_stats: ParseStats::default(),
+            stats: PipelineStats::default(),
+            tx_csum_offload: cfg.tx_csum_offload,
+        })
+    }
+
+    /// Consumes a received burst: parses every frame, feeds TCP segments through GRO into
+    /// TCP, queues replies to ARP/ICMP/ND requests, drops (and counts) everything else, and
+    /// at the end of the burst flushes the GRO runs that are due.
+    pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
+        let tcp = &mut self.tcp;
+        let mut deliver = |seg: Segment<B>| tcp.handle_segment(now, seg);
+        for buf in burst.drain(..) {
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += buf.data().len() as u64;
+            if !buf.is_contiguous() {
+                self.stats.nonlinear_drops += 1;
+                continue;
+            }
+            let parsed = parse(buf.data(), buf.rx_checksum(), &self.local);
+            self.parse_stats.record(&parsed);
+            match parsed {
+                Parsed::Tcp(meta) => match &mut self.gro {
+                    Some(gro) => gro.handle_segment(now, &meta, buf, &mut deliver),
+                    None => deliver(Segment::from_meta(&meta, buf, now)),
+                },
+                Parsed::ArpRequest(r) => push_ctl(&mut self.ctl, &mut self.stats, Ctl::Arp(r)),
+                Parsed::IcmpEcho(e) => {
+                    push_ctl(&mut self.ctl, &mut self.stats, Ctl::Echo(e, buf));
+                }
+                Parsed::NeighborSolicit(n) => {
+                    push_ctl(&mut self.ctl, &mut self.stats, Ctl::Neighbor(n));
+                }
+                Parsed::Drop(_) => {}
+            }
+        }
+        if let Some(gro) = &mut self.gro {
+            gro.end_of_burst(now, &mut deliver);
+        }
+    }
+
+    /// The TCP stage, for the application: events, `recv`, `close`.
+    pub fn tcp(&mut self) -> &mut Tcp<B> {
+        &mut self.tcp
+    }
+
+    /// Fires what is due at `now`: GRO runs whose hold time is up, then TCP's timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(gro) = &mut self.gro {
+            let tcp = &mut self.tcp;
+            gro.flush_expired(now, &mut |seg| tcp.handle_segment(now, seg));
+        }
+        self.tcp.handle_timeout(now);
+    }
+
+    /// The earliest instant anything is due (a GRO run's deadline or a TCP timer).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let g = self.gro.as_ref().and_then(Gro::next_deadline);
+        match (g, self.tcp.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Builds every reply and ACK due into buffers from `pool`, appended to `out` (one
+    /// transmit batch). Stops when `out` is full or the pool is empty; the rest stays due.
+    /// Returns the frames appended.
+    pub fn poll_tx<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        out: &mut Burst<B>,
+    ) -> usize {
+        let start = out.len();
+        while !out.is_full() {
+            let Some(ctl) = self.ctl.first() else { break };
+            let Some(mut b) = pool.alloc(MAX_REPLY) else {
+                self.stats.ctl_alloc_failures += 1;
+                break;
+            };
+            let mac = self.local.mac;
+            let n = match ctl {
+                Ctl::Arp(r) => emit_arp_reply(r, mac, b.data_mut()),
+                Ctl::Echo(e, req) => emit_echo_reply(e, mac, e.data(req.data()), b.data_mut()),
+                Ctl::Neighbor(ns) => emit_neighbor_advert(ns, mac, b.data_mut()),
+            };
+            let ctl = self.ctl.remove(0);
+            if n == 0 {
+                // Cannot happen for replies to frames that fit in MAX_REPLY; dropped
+                // rather than sent truncated.
+                self.stats.ctl_queue_full += 1;
+                continue;
+            }
+            let Some(b) = trim(b, n, pool) else {
+                self.stats.ctl_alloc_failures += 1;
+                continue;
+            };
+            match ctl {
+                Ctl::Arp(_) => self.stats.arp_replies += 1,
+                Ctl::Echo(..) => self.stats.icmp_echo_replies += 1,
+                Ctl::Neighbor(_) => self.stats.nd_adverts += 1,
+            }
+            out.push(b);
+        }
+        self.tcp.poll_tx(now, pool, out, self.tx_csum_offload);
+        out.len() - start
+    }
+
+    /// Flushes every held GRO run into TCP (shutdown: nothing stays held).
+    pub fn flush_gro(&mut self, now: Instant) {
+        if let Some(gro) = &mut self.gro {
+            let tcp = &mut self.tcp;
+            gro.flush_all(&mut |seg| tcp.handle_segment(now, seg));
+        }
+    }
+
+    /// A snapshot of every stage's counters (the driver fills [`Stats::lp`]).
+    pub fn stats(&self) -> Stats {
+        Stats {
+            pipeline: self.stats.clone(),
+            parse: self.parse_stats.clone(),
+            gro: self.gro.as_ref().map(|g| g.stats().clone()).unwrap_or_default(),
+            tcp: self.tcp.stats().clone(),
+            ack: self.tcp.ack_stats().clone(),
+            lp: Default::default(),
+            conns_open: self.tcp.conn_count() as u64,
+            gro_held_runs: self.gro.as_ref().map_or(0, |g| g.held_runs() as u64),
+            ooo_bytes_held: self.tcp.ooo_bytes() as u64,
+        }
+    }
+}
+
+fn push_ctl<B>(q: &mut ArrayVec<Ctl<B>, CTL_QUEUE>, stats: &mut PipelineStats, c: Ctl<B>) {
+    if q.try_push(c).is_err() {
+        stats.ctl_queue_full += 1;
+    }
+}
+
+/// `b` cut to its first `n` bytes: in place when the buffer type can shrink, otherwise
+/// copied into a buffer of exactly `n` bytes (replies are rare and small).
+fn trim<P: BufPool>(mut b: P::Buf, n: usize, pool: &mut P) -> Option<P::Buf> {
+    if b.data().len() == n || b.truncate(n) {
+        return Some(b);
+    }
+    let mut t = pool.alloc(n)?;
+    t.data_mut().copy_from_slice(b.data().get(..n)?);
+    Some(t)
+}

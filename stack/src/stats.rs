@@ -1,1 +1,116 @@
-//! (being written: see the open issues)
+//! What a user sees: every stage's counters in one snapshot.
+//!
+//! Each stage owns its counters ([`ParseStats`], [`GroStats`], [`TcpStats`], [`AckStats`]);
+//! the pipeline adds its own ([`PipelineStats`]) and the driver its loop and transmit
+//! figures ([`LoopStats`]). A [`Stats`] is plain data (no heap), so a core can copy one out
+//! once a second and send it to the main thread without allocating on the data path.
+
+use crate::ack::AckStats;
+use crate::gro::GroStats;
+use crate::tcp::TcpStats;
+use crate::wire::ParseStats;
+
+/// The pipeline's own counters (receive totals and the control-plane replies).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PipelineStats {
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Bytes received (whole frames).
+    pub rx_bytes: u64,
+    /// Frames dropped because they span several buffers (multi-segment mbufs).
+    pub nonlinear_drops: u64,
+    /// ARP replies sent.
+    pub arp_replies: u64,
+    /// ICMP and ICMPv6 echo replies sent.
+    pub icmp_echo_replies: u64,
+    /// Neighbor advertisements sent.
+    pub nd_adverts: u64,
+    /// ARP/ICMP/ND requests dropped because the reply queue was full.
+    pub ctl_queue_full: u64,
+    /// Replies not built because the buffer pool was empty (they stay queued).
+    pub ctl_alloc_failures: u64,
+}
+
+/// The driver's loop and transmit figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Loop iterations.
+    pub iterations: u64,
+    /// Iterations that received or sent anything.
+    pub busy_iterations: u64,
+    /// Time spent in busy iterations, in nanoseconds (from the TSC).
+    pub busy_ns: u64,
+    /// TSC cycles spent in busy iterations.
+    pub busy_cycles: u64,
+    /// Frames handed to the NIC.
+    pub tx_packets: u64,
+    /// Frames the NIC refused (queue full), freed and counted here.
+    pub tx_dropped: u64,
+    /// Gauge: buffers of this core's pool in use.
+    pub mbufs_in_use: u64,
+}
+
+/// One core's counters (or, after [`Stats::merge`], the total over cores).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Receive totals and control-plane replies.
+    pub pipeline: PipelineStats,
+    /// Parse results and drops by reason.
+    pub parse: ParseStats,
+    /// GRO input, output and flushes by reason.
+    pub gro: GroStats,
+    /// TCP receive counters and drops by reason.
+    pub tcp: TcpStats,
+    /// Segments sent by reason.
+    pub ack: AckStats,
+    /// The driver's loop and transmit figures.
+    pub lp: LoopStats,
+    /// Gauge: open connections.
+    pub conns_open: u64,
+    /// Gauge: GRO runs held.
+    pub gro_held_runs: u64,
+    /// Gauge: out-of-order bytes held.
+    pub ooo_bytes_held: u64,
+}
+
+impl Stats {
+    /// GRO segments per output unit (0 before any output).
+    pub fn segments_per_unit(&self) -> f64 {
+        self.gro.aggregation_ratio()
+    }
+    /// In-order data segments per data ACK (0 before any ACK).
+    pub fn segments_per_ack(&self) -> f64 {
+        let acks = self.ack.data_acks();
+        if acks == 0 {
+            0.0
+        } else {
+            self.tcp.segments_in_order as f64 / acks as f64
+        }
+    }
+    /// Every drop on the receive path: parse, TCP, nonlinear frames and refused TX.
+    pub fn total_drops(&self) -> u64 {
+        self.parse.total_drops()
+            + self.tcp.drops_iter().map(|(_, n)| n).sum::<u64>()
+            + self.pipeline.nonlinear_drops
+            + self.pipeline.ctl_queue_full
+            + self.lp.tx_dropped
+    }
+    /// `(name, count)` of every drop reason over all stages, zeros included. Parse reasons
+    /// are prefixed `parse.`, TCP reasons `tcp.`.
+    pub fn drops_by_reason(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        let parse = self
+            .parse
+            .drops_by_reason()
+            .map(|(r, n)| (format!("parse.{}", r.name()), n));
+        let tcp = self
+            .tcp
+            .drops_iter()
+            .map(|(r, n)| (format!("tcp.{r}"), n));
+        let rest = [
+            ("pipeline.nonlinear".to_string(), self.pipeline.nonlinear_drops),
+            ("pipeline.ctl_queue_full".to_string(), self.pipeline.ctl_queue_full),
+            ("tx.queue_full".to_string(), self.lp.tx_dropped),
+        ];
+        parse.chain(tcp).chain(rest)
+    }
+}
