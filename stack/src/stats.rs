@@ -74,6 +74,40 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Adds another core's counters and gauges to these (the total over cores).
+    pub fn merge(&mut self, o: &Stats) {
+        let p = &mut self.pipeline;
+        p.rx_packets += o.pipeline.rx_packets;
+        p.rx_bytes += o.pipeline.rx_bytes;
+        p.nonlinear_drops += o.pipeline.nonlinear_drops;
+        p.arp_replies += o.pipeline.arp_replies;
+        p.icmp_echo_replies += o.pipeline.icmp_echo_replies;
+        p.nd_adverts += o.pipeline.nd_adverts;
+        p.ctl_queue_full += o.pipeline.ctl_queue_full;
+        p.ctl_alloc_failures += o.pipeline.ctl_alloc_failures;
+        self.parse.merge(&o.parse);
+        let g = &mut self.gro;
+        g.segments_in += o.gro.segments_in;
+        g.segments_out += o.gro.segments_out;
+        g.units_out += o.gro.units_out;
+        g.held_segments += o.gro.held_segments;
+        for (a, b) in g.flushes.iter_mut().zip(o.gro.flushes.iter()) {
+            *a += *b;
+        }
+        self.tcp.merge(&o.tcp);
+        self.ack.merge(&o.ack);
+        let l = &mut self.lp;
+        l.iterations += o.lp.iterations;
+        l.busy_iterations += o.lp.busy_iterations;
+        l.busy_ns += o.lp.busy_ns;
+        l.busy_cycles += o.lp.busy_cycles;
+        l.tx_packets += o.lp.tx_packets;
+        l.tx_dropped += o.lp.tx_dropped;
+        l.mbufs_in_use += o.lp.mbufs_in_use;
+        self.conns_open += o.conns_open;
+        self.gro_held_runs += o.gro_held_runs;
+        self.ooo_bytes_held += o.ooo_bytes_held;
+    }
     /// GRO segments per output unit (0 before any output).
     pub fn segments_per_unit(&self) -> f64 {
         self.gro.aggregation_ratio()

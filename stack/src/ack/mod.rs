@@ -306,6 +306,15 @@ impl AckStats {
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         AckReason::ALL.iter().map(|r| (r.name(), self.get(*r)))
     }
+    /// Adds `o`'s counts (totals over cores).
+    pub fn merge(&mut self, o: &AckStats) {
+        for (a, b) in self.by_reason.iter_mut().zip(o.by_reason.iter()) {
+            *a += *b;
+        }
+        self.segments_acked += o.segments_acked;
+        self.alloc_failures += o.alloc_failures;
+        self.tx_csum_offloaded += o.tx_csum_offloaded;
+    }
     /// Pure data ACKs (excluding handshake, FIN, RST, challenge).
     pub fn data_acks(&self) -> u64 {
         self.total()

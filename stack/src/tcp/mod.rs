@@ -345,6 +345,28 @@ impl TcpStats {
     pub fn drops_iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         DropReason::ALL.iter().map(|r| (r.name(), self.drops(*r)))
     }
+    /// Adds `o`'s counts (totals over cores).
+    pub fn merge(&mut self, o: &TcpStats) {
+        self.bytes_in_order += o.bytes_in_order;
+        self.segments_in_order += o.segments_in_order;
+        self.ooo_segments += o.ooo_segments;
+        self.ooo_bytes += o.ooo_bytes;
+        self.duplicate_segments += o.duplicate_segments;
+        self.duplicate_bytes += o.duplicate_bytes;
+        self.conns_opened += o.conns_opened;
+        self.conns_closed += o.conns_closed;
+        self.conns_reset += o.conns_reset;
+        self.resets_received += o.resets_received;
+        self.resets_sent += o.resets_sent;
+        self.conns_refused += o.conns_refused;
+        self.challenge_acks += o.challenge_acks;
+        self.syn_cookies_sent += o.syn_cookies_sent;
+        self.syn_cookies_accepted += o.syn_cookies_accepted;
+        self.syns_received += o.syns_received;
+        for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
+            *a += *b;
+        }
+    }
 }
 
 /// Errors of the control-plane calls.
