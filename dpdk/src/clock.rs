@@ -16,7 +16,7 @@ const SHIFT: u32 = 32;
 pub struct Clock {
     hz: u64,
     origin: u64,
-    ns_per_cycle: u128, // ns per cycle << SHIFT
+    ns_per_cycle: u128,  // ns per cycle << SHIFT
     cycles_per_ns: u128, // cycles per ns << SHIFT
 }
 

@@ -184,7 +184,7 @@ unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
     // SAFETY: arg came from Box::into_raw in remote_launch and is consumed only here.
     let f = unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() -> i32 + Send>>()) };
     // Unwinding across the C frame is undefined: catch it and report through the value.
-    catch_unwind(AssertUnwindSafe(move || f())).unwrap_or(PANICKED)
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(PANICKED)
 }
 
 /// A closure running on a worker lcore; [`Launched::join`] waits for it.

@@ -131,8 +131,10 @@ pub(crate) fn port_error(port: u16, op: &'static str, ret: i32) -> Error {
     let errno = ret.saturating_abs();
     let hint = match errno {
         libc::ENODEV => "the port does not exist or was closed",
-        libc::EINVAL => "a parameter is outside what the device supports (queue count, \
-                         descriptor count, offloads): check `Port::info`",
+        libc::EINVAL => {
+            "a parameter is outside what the device supports (queue count, \
+                         descriptor count, offloads): check `Port::info`"
+        }
         libc::ENOTSUP => "the device does not support this operation",
         libc::ENOMEM => "out of memory: give EAL more (-m MB) or use a bigger mempool",
         libc::EBUSY => "the port is busy (started?): stop it first",

@@ -161,7 +161,10 @@ impl Mbuf {
             if p.is_null() {
                 return None;
             }
-            Some(std::slice::from_raw_parts_mut(p.cast::<u8>(), usize::from(len)))
+            Some(std::slice::from_raw_parts_mut(
+                p.cast::<u8>(),
+                usize::from(len),
+            ))
         }
     }
 

@@ -249,7 +249,8 @@ impl Port {
                 & info.tx_offload_capa;
         }
         if cfg.rx_queues > 1 {
-            offloads.rss_hf = (c::RTE_ETH_RSS_IP | c::RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
+            offloads.rss_hf =
+                (c::RTE_ETH_RSS_IP | c::RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
         }
 
         let mut conf = dpdk_sys::rte_eth_conf::default();
@@ -261,9 +262,8 @@ impl Port {
             conf.rx_adv_conf.rss_conf.rss_hf = offloads.rss_hf;
         }
         // SAFETY: conf is a valid, fully initialised configuration.
-        let ret = unsafe {
-            dpdk_sys::rte_eth_dev_configure(port, cfg.rx_queues, cfg.tx_queues, &conf)
-        };
+        let ret =
+            unsafe { dpdk_sys::rte_eth_dev_configure(port, cfg.rx_queues, cfg.tx_queues, &conf) };
         if ret < 0 {
             return Err(port_error(port, "rte_eth_dev_configure", ret));
         }

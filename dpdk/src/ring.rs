@@ -15,7 +15,8 @@ fn create_ring(name: &str, size: u32) -> Result<*mut dpdk_sys::rte_ring> {
     // One TX queue enqueues and one RX queue dequeues: single producer, single consumer.
     let flags = dpdk_sys::RING_F_SP_ENQ | dpdk_sys::RING_F_SC_DEQ;
     // SAFETY: valid C string; the EAL is initialised (callers hold an Eal).
-    let r = unsafe { dpdk_sys::rte_ring_create(cname.as_ptr(), size, dpdk_sys::SOCKET_ID_ANY, flags) };
+    let r =
+        unsafe { dpdk_sys::rte_ring_create(cname.as_ptr(), size, dpdk_sys::SOCKET_ID_ANY, flags) };
     if r.is_null() {
         let errno = rte_errno();
         return Err(Error::Create {

@@ -48,7 +48,10 @@ fn pump(pool: Mempool, tx: &mut PortTxQueue, rx: &mut PortRxQueue) {
             received += 1;
         }
         idle = if n == 0 { idle + 1 } else { 0 };
-        assert!(idle < 10_000_000, "stalled: sent {sent}, received {received}");
+        assert!(
+            idle < 10_000_000,
+            "stalled: sent {sent}, received {received}"
+        );
     }
     assert!(out.is_empty());
     assert_eq!(sent, TOTAL);
@@ -119,7 +122,11 @@ fn ring_vdev_and_ring_pair_deliver_every_byte() {
         left = out;
     }
     assert_eq!(queued, 1023);
-    assert_eq!(left[0].data()[0] as usize, 1023 % 64, "unsent keep their order");
+    assert_eq!(
+        left[0].data()[0] as usize,
+        1023 % 64,
+        "unsent keep their order"
+    );
     drop(left);
     let mut rx = pb.rx_queue(0).expect("rxq b");
     let mut drained = 0;
