@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# weir's full check, as CI runs it (.ci/run): installs what is missing (scripts/setup.sh),
+# then runs every step below, keeps going after a failure so one run shows everything,
+# prints a summary and exits non-zero if any step failed.
+#
+# Needs root (apt, network namespaces and the net_tap tests) on Debian 12; works without a
+# NIC or hugepages: every DPDK test uses --no-pci --no-huge and a unique --file-prefix.
+#
+# Adding a step (later issues): append a `step "name" command args...` line in the
+# "Steps" section. A step is any command; its exit status decides PASS/FAIL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+export RUST_BACKTRACE=${RUST_BACKTRACE:-1}
+
+results=()
+failed=0
+t_start=$(date +%s)
+
+step() {
+  local name=$1; shift
+  local t0; t0=$(date +%s)
+  echo
+  echo "==> [$name] $*"
+  if "$@"; then
+    results+=("PASS  $name ($(( $(date +%s) - t0 ))s)")
+  else
+    results+=("FAIL  $name ($(( $(date +%s) - t0 ))s)")
+    failed=1
+  fi
+}
+
+summary() {
+  echo
+  echo "==================== scripts/test.sh summary ===================="
+  local r
+  for r in "${results[@]}"; do echo "  $r"; done
+  echo "  total $(( $(date +%s) - t_start ))s"
+  if [ $failed -eq 0 ]; then echo "  RESULT: PASS"; else echo "  RESULT: FAIL"; fi
+  echo "================================================================="
+}
+
+# The stack crate must build and test without DPDK: no DPDK crate in its dependency tree.
+stack_has_no_dpdk() {
+  local tree
+  tree=$(cargo tree -p stack --edges normal,build,dev --prefix none) || return 1
+  if grep -Eq '^(dpdk|dpdk-sys) ' <<<"$tree"; then
+    echo "stack depends on a DPDK crate:" >&2
+    grep -E '^(dpdk|dpdk-sys) ' <<<"$tree" >&2
+    return 1
+  fi
+  echo "cargo tree -p stack: no DPDK crate"
+}
+
+# ---- Set-up (nothing else can run without it) ----
+step "setup" scripts/setup.sh
+if [ $failed -ne 0 ]; then summary; exit 1; fi
+if ! command -v cargo >/dev/null 2>&1 && [ -f "${HOME:-/root}/.cargo/env" ]; then
+  # shellcheck disable=SC1091
+  . "${HOME:-/root}/.cargo/env"
+fi
+
+# ---- Steps (append new ones at the end of this list) ----
+step "stack has no DPDK dependency" stack_has_no_dpdk
+step "clippy (workspace, all targets, -D warnings)" \
+  cargo clippy --workspace --all-targets -- -D warnings
+step "cargo test --workspace" cargo test --workspace --no-fail-fast
+# (issue 5 and later: add steps here, e.g. step "run.sh smoke" scripts/run.sh --duration 5)
+
+summary
+exit $failed
