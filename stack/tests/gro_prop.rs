@@ -268,7 +268,7 @@ fn run_case(
     flush_ns: u64,
     max_flows: usize,
     max_segs: u16,
-    bursts: Vec<(u64, Vec<Action>)>,
+    bursts: Bursts,
 ) -> Result<(), TestCaseError> {
     let cfg = GroConfig {
         flush_ns: Duration::from_nanos(flush_ns),
@@ -350,7 +350,10 @@ fn run_case(
     Ok(())
 }
 
-fn case() -> impl Strategy<Value = (u16, u64, usize, u16, Vec<(u64, Vec<Action>)>)> {
+/// Bursts: time step before the burst, then the senders' actions.
+type Bursts = Vec<(u64, Vec<Action>)>;
+
+fn case() -> impl Strategy<Value = (u16, u64, usize, u16, Bursts)> {
     (1u16..=64, prop::sample::select(vec![0u64, 2_000, 100_000])).prop_flat_map(
         |(nflows, flush_ns)| {
             let step = 0..=flush_ns.max(1_000) * 2;
@@ -387,7 +390,7 @@ proptest! {
 /// steady load, checked by the same checker.
 #[test]
 fn many_flows_in_a_small_table() {
-    let bursts: Vec<(u64, Vec<Action>)> = (0..200)
+    let bursts: Bursts = (0..200)
         .map(|b| {
             let acts = (0..32)
                 .map(|i| Action {

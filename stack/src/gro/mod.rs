@@ -162,18 +162,29 @@ impl HeaderSig {
             | u64::from(tsval_at) << 24
             | u64::from(n.flow_label) << 32;
         // Only the `header_len - 20` option bytes present count; TSval is masked because it
-        // may rise within a run (compared separately).
-        let mut b = meta.raw_opts;
-        let present = usize::from(meta.header_len.saturating_sub(20)).min(MAX_OPTION_BYTES);
-        b[present..].fill(0);
-        if let Some(t) = b.get_mut(usize::from(tsval_at)..usize::from(tsval_at) + 4) {
-            t.fill(0);
-        }
+        // may rise within a run (compared separately). Masks are computed on whole words:
+        // zeroing bytes and reading words back stalls store forwarding.
+        let present = i32::from(meta.header_len.saturating_sub(20)).min(MAX_OPTION_BYTES as i32);
+        let ts = i32::from(tsval_at);
         let mut opts = [0u64; 5];
-        for (w, c) in opts.iter_mut().zip(b.chunks_exact(8)) {
+        for (i, (w, c)) in opts
+            .iter_mut()
+            .zip(meta.raw_opts.chunks_exact(8))
+            .enumerate()
+        {
             let mut a = [0u8; 8];
             a.copy_from_slice(c);
-            *w = u64::from_le_bytes(a);
+            let base = 8 * i as i32;
+            let keep = (present - base).clamp(0, 8) as u32;
+            let present_mask = u64::MAX.checked_shr(64 - 8 * keep).unwrap_or(0);
+            // The 4 TSval bytes at `ts`, relative to this word: bytes `lo..lo + 4`.
+            let lo = ts - base;
+            let ts_mask = if (-3..8).contains(&lo) {
+                ((0xffff_ffff_u128 << (64 + 8 * lo)) >> 64) as u64
+            } else {
+                0
+            };
+            *w = u64::from_le_bytes(a) & present_mask & !ts_mask;
         }
         HeaderSig { hdr, net, opts }
     }
@@ -487,8 +498,11 @@ impl<B: PacketBuf> Gro<B> {
     fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(Segment<B>)) {
         let run = *self.table.run(s);
         self.table.remove(s);
+        self.stats.record(reason, run.segs);
         let c = &mut self.cold[s as usize];
-        let seg = Segment {
+        // Built inside the call so it lands in place: a `Segment` local moved into `out`
+        // costs a copy of all `MAX_CHAIN` slots per unit.
+        out(Segment {
             flow: run.flow,
             peer_mac: c.peer_mac,
             local_mac: c.local_mac,
@@ -506,11 +520,20 @@ impl<B: PacketBuf> Gro<B> {
             segs: run.segs,
             gso_size: run.gso_size,
             first_rx: run.first_rx,
-            payload: core::mem::take(&mut c.chain),
-        };
-        self.stats.record(reason, run.segs);
-        out(seg);
+            payload: take_used(&mut c.chain),
+        });
     }
+}
+
+/// Moves the slices in use out of `chain`, leaving it empty. Unlike `mem::take`, copies
+/// only the used slots.
+#[inline(always)]
+fn take_used<B: PacketBuf>(chain: &mut PayloadChain<B>) -> PayloadChain<B> {
+    let mut p = PayloadChain::new();
+    for slice in chain.drain() {
+        let _ = p.push(slice); // same capacity: always fits
+    }
+    p
 }
 
 /// IPv4 ID rule of `inet_gro_flush`: on the second segment a zero ID delta with DF set

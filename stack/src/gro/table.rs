@@ -174,13 +174,19 @@ impl FlowTable {
     #[inline]
     pub(crate) fn lookup(&self, hash: u32, flow: &FlowKey) -> Option<u32> {
         let b = &self.buckets[self.bucket_of(hash)];
-        for w in 0..WAYS {
+        // All eight hash compares at once (the compiler makes them two vector compares),
+        // then the key check only for the ways whose hash matched: almost always one.
+        let mut hits = 0u32;
+        for (w, &h) in b.hash.iter().enumerate() {
+            hits |= u32::from(h == hash) << w;
+        }
+        while hits != 0 {
+            let w = hits.trailing_zeros() as usize;
+            hits &= hits - 1;
             let s = b.slot[w];
-            if b.hash[w] == hash && s != NIL {
-                if let Some(r) = self.runs.get(s as usize) {
-                    if r.flow == *flow {
-                        return Some(s);
-                    }
+            if let Some(r) = self.runs.get(s as usize) {
+                if r.flow == *flow {
+                    return Some(s);
                 }
             }
         }

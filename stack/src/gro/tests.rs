@@ -774,3 +774,30 @@ fn ipv6_ignores_ip_id() {
     h.end();
     assert_eq!(h.units(), vec![(0, 4, 4 * M)]);
 }
+
+/// Options laid out so TSval straddles two 8-byte words (kind 8 at byte 4, TSval at 6):
+/// the masked comparison must still ignore exactly TSval's four bytes.
+fn straddling(v6: bool, i: u32, tsval: u32, tsecr: u32) -> TcpMeta {
+    let mut m = seg(v6, i);
+    m.raw_opts = [0; MAX_OPTION_BYTES];
+    m.raw_opts[..6].copy_from_slice(&[1, 1, 1, 1, 8, 10]);
+    m.raw_opts[6..10].copy_from_slice(&tsval.to_be_bytes());
+    m.raw_opts[10..14].copy_from_slice(&tsecr.to_be_bytes());
+    m.raw_opts[14..16].copy_from_slice(&[0, 0]);
+    m.header_len = 36;
+    m.tsval_at = Some(6);
+    m.opts.timestamp = Some(Timestamp { tsval, tsecr });
+    m
+}
+
+#[test]
+fn tsval_straddling_two_words_is_masked_exactly() {
+    for v6 in [false, true] {
+        let mut h = H::new(GroConfig::default());
+        h.feed(straddling(v6, 0, 0x0102_0304, TSECR));
+        h.feed(straddling(v6, 1, 0x0a0b_0c0d, TSECR));
+        h.feed(straddling(v6, 2, 0x0a0b_0c0d, TSECR + 1));
+        h.end();
+        assert_eq!(h.units(), vec![(0, 2, 2 * M), (2 * M, 1, M)]);
+    }
+}
