@@ -249,3 +249,25 @@ fn init_hint(errno: i32, args: &[String]) -> &'static str {
         _ => "see the DPDK log above for details",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn hints_point_at_the_fix() {
+        let huge = args(&["weir", "--no-pci"]);
+        let nohuge = args(&["weir", "--no-pci", "--no-huge"]);
+        assert!(init_hint(libc::EACCES, &huge).contains("--no-huge"));
+        assert!(init_hint(libc::EACCES, &huge).contains("scripts/setup-hugepages.sh"));
+        assert!(init_hint(libc::EACCES, &nohuge).contains("root"));
+        assert!(init_hint(libc::EINVAL, &nohuge).contains("invalid EAL arguments"));
+        let tap = args(&["weir", "--vdev=net_tap0"]);
+        assert!(init_hint(libc::ENOTSUP, &tap).contains("/dev/net/tun"));
+        assert!(init_hint(libc::EALREADY, &tap).contains("new process"));
+    }
+}

@@ -327,3 +327,17 @@ impl<'a> Iterator for Segments<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_type_classes() {
+        let tcp4 = PacketType(dpdk_sys::RTE_PTYPE_L3_IPV4 | dpdk_sys::RTE_PTYPE_L4_TCP);
+        assert!(tcp4.is_ipv4() && tcp4.is_tcp() && !tcp4.is_udp() && !tcp4.is_ipv6());
+        let udp6 = PacketType(dpdk_sys::RTE_PTYPE_L3_IPV6_EXT | dpdk_sys::RTE_PTYPE_L4_UDP);
+        assert!(udp6.is_ipv6() && udp6.is_udp() && !udp6.is_tcp());
+        assert_eq!(PacketType::default().raw(), 0);
+    }
+}

@@ -38,7 +38,7 @@ impl Mempool {
     pub fn new(_eal: &Eal, name: &str, count: u32, cache: u32, data_room: u16) -> Result<Mempool> {
         let cname = CString::new(name).map_err(|_| Error::NulInArgument(name.to_owned()))?;
         // rte_mempool's cache may not exceed RTE_MEMPOOL_CACHE_MAX_SIZE (512) nor count/1.5.
-        let cache = cache.min(512).min(count * 2 / 3);
+        let cache = cache.min(512).min(count / 3 * 2);
         // SAFETY: cname is a valid C string; the EAL is initialised (`_eal`).
         let raw = unsafe {
             dpdk_sys::rte_pktmbuf_pool_create(

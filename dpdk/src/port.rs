@@ -599,3 +599,25 @@ impl TxQueue for PortTxQueue {
         n
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unconfigured_ports_offload_nothing() {
+        assert_eq!(tx_csum_caps(5), TxCsumCaps::default());
+        assert_eq!(tx_csum_caps(u16::MAX), TxCsumCaps::default());
+    }
+
+    #[test]
+    fn offload_helpers_read_the_dpdk_bits() {
+        let o = Offloads {
+            rx: c::RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | c::RTE_ETH_RX_OFFLOAD_TCP_CKSUM,
+            tx: c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM,
+            rss_hf: 0,
+        };
+        assert!(o.rx_ipv4_cksum() && o.rx_tcp_cksum());
+        assert!(o.tx_tcp_cksum() && !o.tx_ipv4_cksum());
+    }
+}
