@@ -162,8 +162,7 @@ impl<B: PacketBuf> Conn<B> {
         let init_rcv_mss = u32::from(p.advmss)
             .min(mss_cache)
             .min(syn_wnd / 2)
-            .min(536)
-            .max(88);
+            .clamp(88, 536);
         let peer_wnd = u32::from(p.peer_window);
         Conn {
             id: ConnId { slot: 0, gen: 0 },

@@ -98,7 +98,7 @@ impl SipKey {
 /// 4-microsecond timer.
 pub(crate) fn isn(key: &SipKey, flow: &FlowKey, now_ns: u64) -> SeqNumber {
     let m = (now_ns / 4_000) as u32;
-    SeqNumber(m.wrapping_add(key.flow_hash(flow, 0x4953_4e, 0)))
+    SeqNumber(m.wrapping_add(key.flow_hash(flow, 0x0049_534e, 0)))
 }
 
 /// Linux `msstab` (IPv4): the MSS values a cookie can encode in 2 bits.
