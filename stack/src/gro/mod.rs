@@ -18,8 +18,9 @@
 //!
 //! The merge rules are Linux's, per pair (the held run `p`, the new segment `s`):
 //!
-//! - same flow: addresses, ports, VLAN ([`FlowKey`]) and, for IPv6, the flow label
-//!   (`ipv6_gro_receive` compares the first word under mask `0xF00FFFFF`);
+//! - same flow: addresses, ports, VLAN ([`FlowKey`]), the same MAC addresses
+//!   (`gro_list_prepare`) and, for IPv6, the flow label (`ipv6_gro_receive` compares the
+//!   first word under mask `0xF00FFFFF`);
 //! - `s.seq == p.seq + p.len` (`tcp_gro_receive`: anything else, an out-of-order segment,
 //!   a retransmission or an overlap, flushes `p` and may start a new run);
 //! - identical ACK number, window field, data offset, and flags other than CWR/FIN/PSH
@@ -138,10 +139,11 @@ const ENDS_RUN: TcpFlags = TcpFlags(TcpFlags::PSH.0 | TcpFlags::FIN.0);
 const MAY_DIFFER: u8 = TcpFlags::CWR.0 | TcpFlags::FIN.0 | TcpFlags::PSH.0;
 
 /// What a segment must share with a run to join it, packed into words so the merge check
-/// is a handful of XORs: ACK, window, data offset and flags in `hdr`; TTL, TOS, DF, TSval
+/// is a handful of XORs: both MAC addresses in `mac`; ACK, window, data offset and flags in `hdr`; TTL, TOS, DF, TSval
 /// position and IPv6 flow label in `net`; option bytes (TSval masked) in `opts`.
 #[derive(Clone, Copy)]
 struct HeaderSig {
+    mac: u128,
     hdr: u64,
     net: u64,
     opts: [u64; 5],
@@ -150,6 +152,12 @@ struct HeaderSig {
 impl HeaderSig {
     #[inline]
     fn of(meta: &TcpMeta) -> Self {
+        // Same MAC header (`gro_list_prepare`, `compare_ether_header`): source then
+        // destination, little-endian in the low 96 bits.
+        let mut m = [0u8; 16];
+        m[..6].copy_from_slice(&meta.src_mac);
+        m[6..12].copy_from_slice(&meta.dst_mac);
+        let mac = u128::from_le_bytes(m);
         let hdr = u64::from(meta.ack.get()) << 32
             | u64::from(meta.window) << 16
             | u64::from(meta.header_len) << 8
@@ -186,13 +194,19 @@ impl HeaderSig {
             };
             *w = u64::from_le_bytes(a) & present_mask & !ts_mask;
         }
-        HeaderSig { hdr, net, opts }
+        HeaderSig {
+            mac,
+            hdr,
+            net,
+            opts,
+        }
     }
 
     /// Non-zero when any packed field differs from `run`'s.
     #[inline]
     fn diff(&self, run: &Run) -> u64 {
-        let mut d = (self.hdr ^ run.hdr) | (self.net ^ run.net);
+        let mac = self.mac ^ run.mac;
+        let mut d = (self.hdr ^ run.hdr) | (self.net ^ run.net) | (mac as u64) | (mac >> 64) as u64;
         for (a, b) in self.opts.iter().zip(run.opts.iter()) {
             d |= a ^ b;
         }
@@ -204,8 +218,6 @@ impl HeaderSig {
 #[derive(Debug)]
 struct Cold<B> {
     seq: SeqNumber,
-    peer_mac: [u8; 6],
-    local_mac: [u8; 6],
     opts: TcpOptions,
     chain: PayloadChain<B>,
 }
@@ -214,8 +226,6 @@ impl<B> Default for Cold<B> {
     fn default() -> Self {
         Cold {
             seq: SeqNumber(0),
-            peer_mac: [0; 6],
-            local_mac: [0; 6],
             opts: TcpOptions::default(),
             chain: PayloadChain::default(),
         }
@@ -284,8 +294,7 @@ impl<B: PacketBuf> Gro<B> {
     ) {
         self.stats.segments_in += 1;
         self.stats.held_segments += 1;
-        let hash = meta.flow.hash32();
-        let held = self.table.lookup(hash, &meta.flow);
+        let (hash, held) = self.table.find(&meta.flow);
 
         if meta.flags.intersects(NEVER_MERGE) || meta.net.ip_options || meta.payload_len == 0 {
             // Never merged; whatever the flow holds goes first so order is kept.
@@ -448,6 +457,7 @@ impl<B: PacketBuf> Gro<B> {
         }
         let run = Run {
             flow: meta.flow,
+            mac: sig.mac,
             hdr: sig.hdr,
             net: sig.net,
             opts: sig.opts,
@@ -469,8 +479,6 @@ impl<B: PacketBuf> Gro<B> {
         };
         let c = &mut self.cold[s as usize];
         c.seq = meta.seq;
-        c.peer_mac = meta.src_mac;
-        c.local_mac = meta.dst_mac;
         c.opts = meta.opts;
         // The chain is empty (drained when the slot's last run was emitted).
         let _ = c.chain.push(PayloadSlice {
@@ -498,14 +506,15 @@ impl<B: PacketBuf> Gro<B> {
     fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(Segment<B>)) {
         let run = *self.table.run(s);
         self.table.remove(s);
+        let mac = run.mac.to_le_bytes();
         self.stats.record(reason, run.segs);
         let c = &mut self.cold[s as usize];
         // Built inside the call so it lands in place: a `Segment` local moved into `out`
         // costs a copy of all `MAX_CHAIN` slots per unit.
         out(Segment {
             flow: run.flow,
-            peer_mac: c.peer_mac,
-            local_mac: c.local_mac,
+            peer_mac: core::array::from_fn(|i| mac[i]),
+            local_mac: core::array::from_fn(|i| mac[6 + i]),
             seq: c.seq,
             ack: SeqNumber((run.hdr >> 32) as u32),
             // First segment's flags | PSH/FIN of the rest: every other flag is identical

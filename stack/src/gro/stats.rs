@@ -14,8 +14,8 @@ pub enum FlushReason {
     /// no run held (a run of one).
     Flags,
     /// The flow's next segment could not join the run: out of order, a retransmission or
-    /// overlap, a header field that differs (ACK, window, options, TSval falling, TTL, TOS,
-    /// DF, IP ID, flow label), a payload larger than `gso_size`, or a segment that is never
+    /// overlap, a header field that differs (MACs, ACK, window, options, TSval falling,
+    /// TTL, TOS, DF, IP ID, flow label), a payload larger than `gso_size`, or a segment that is never
     /// merged. The run is flushed ahead of that segment, so order is kept.
     Gap,
     /// `end_of_burst` with `flush_ns = 0` (NAPI without `gro_flush_timeout`).

@@ -51,6 +51,8 @@ const EMPTY_BUCKET: Bucket = Bucket {
 pub(crate) struct Run {
     /// The flow (checked on lookup: bucket hashes are only a filter).
     pub(crate) flow: FlowKey,
+    /// Source and destination MAC addresses of the first frame (low 96 bits).
+    pub(crate) mac: u128,
     /// ACK number, window field, TCP header length and the flags that must be identical
     /// across a run, packed as [`super::HeaderSig`] builds them.
     pub(crate) hdr: u64,
@@ -100,6 +102,7 @@ impl Run {
             vlan: 0,
             v6: false,
         },
+        mac: 0,
         hdr: 0,
         net: 0,
         opts: [0; 5],
@@ -126,6 +129,9 @@ pub(crate) struct FlowTable {
     head: u32,
     /// Youngest held run, or [`NIL`].
     tail: u32,
+    /// The run most recently found or inserted, or [`NIL`]: checked before hashing, so a
+    /// train of one flow's segments (a TSO burst) skips the hash and the bucket probe.
+    last: u32,
 }
 
 impl FlowTable {
@@ -150,6 +156,7 @@ impl FlowTable {
             free: (0..capacity as u32).rev().collect(),
             head: NIL,
             tail: NIL,
+            last: NIL,
         }
     }
 
@@ -168,6 +175,22 @@ impl FlowTable {
         // High bits of the hash (`hash32` mixes them best), by multiply-shift: correct for
         // any bucket count, no shift by 32 when there is one bucket.
         ((u64::from(hash) * self.buckets.len() as u64) >> 32) as usize
+    }
+
+    /// `flow`'s hash and the slot holding its run, if one is held.
+    #[inline]
+    pub(crate) fn find(&mut self, flow: &FlowKey) -> (u32, Option<u32>) {
+        if let Some(r) = self.runs.get(self.last as usize) {
+            if r.flow == *flow {
+                return (r.hash, Some(self.last));
+            }
+        }
+        let hash = flow.hash32();
+        let found = self.lookup(hash, flow);
+        if let Some(s) = found {
+            self.last = s;
+        }
+        (hash, found)
     }
 
     /// The slot holding `flow`'s run, if one is held.
@@ -232,6 +255,7 @@ impl FlowTable {
             self.links[self.tail as usize].next = s;
         }
         self.tail = s;
+        self.last = s;
         self.runs[s as usize] = run;
         Some(s)
     }
@@ -263,6 +287,9 @@ impl FlowTable {
             prev: NIL,
             next: NIL,
         };
+        if self.last == s {
+            self.last = NIL;
+        }
         self.free.push(s);
     }
 
