@@ -94,7 +94,8 @@ pub struct GroConfig {
     /// flushes everything at the end of each burst (Linux's default `gro_flush_timeout`).
     pub flush_ns: Duration,
     /// Runs held at once (the flow table's capacity); when full, the oldest run is flushed
-    /// to make room. Clamped to `1..=16,777,216`.
+    /// to make room. Clamped to `1..=1,048,576` (each run costs about 160 bytes plus a
+    /// payload chain of `MAX_CHAIN` slots, allocated up front).
     pub max_flows: usize,
     /// Most segments in one run. Clamped to `1..=MAX_CHAIN` (64): one chain slot each.
     pub max_segs: u16,
@@ -568,5 +569,6 @@ impl<B> core::fmt::Debug for Gro<B> {
     }
 }
 
-/// Compile-time check that the flow key stays small enough for a compact run entry.
+// Compile-time checks that a run's hot fields stay within two and a half cache lines.
 const _: () = assert!(core::mem::size_of::<FlowKey>() <= 40);
+const _: () = assert!(core::mem::size_of::<Run>() <= 160);

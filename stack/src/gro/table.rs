@@ -1,6 +1,6 @@
 //! GRO's per-core flow table: the runs currently held, found by flow in O(1).
 //!
-//! Three fixed-size arrays, all allocated in [`FlowTable::new`] and never again:
+//! Fixed-size arrays, all allocated in [`FlowTable::new`] and never again:
 //!
 //! - **buckets**: a hash index of [`WAYS`]-way buckets, one 64-byte cache line each
 //!   (eight 32-bit hashes, eight slot numbers), chosen by the high bits of
@@ -11,15 +11,18 @@
 //!   half as many buckets as runs, so with a uniform hash a bucket overflows only rarely
 //!   even with every run held.
 //! - **runs**: a slab of [`Run`]s, the hot per-run fields the merge check reads, indexed by
-//!   slot. The cold part (the first header's options and MACs, and the payload chain)
-//!   lives in a parallel slab owned by the engine.
+//!   slot. The cold part (the first segment's sequence number and parsed options, and the
+//!   payload chain) lives in a parallel slab owned by the engine.
 //! - **arrival list**: the held runs in the order their first segment arrived, as a doubly
-//!   linked list threaded through the slab. With one `flush_ns` for every run, the oldest
+//!   linked list over the slots (`links`). With one `flush_ns` for every run, the oldest
 //!   run is always the first to expire, so the timer looks at the head only, and a run
 //!   flushed early (flags, gap, size) is unlinked in O(1).
+//! - **free list**: a stack of unused slots; the most recently freed is reused first, so
+//!   a small working set stays in cache.
 //!
-//! Entries exist only while a run is held: a flushed run's slot goes back on the free
-//! list and its bucket way is cleared.
+//! [`FlowTable::find`] first checks the run it found last (a train of one flow's segments
+//! skips hashing), then the bucket. Entries exist only while a run is held: a flushed
+//! run's slot goes back on the free list and its bucket way is cleared.
 
 use crate::flow::FlowKey;
 use crate::time::Instant;
@@ -30,8 +33,9 @@ pub(crate) const WAYS: usize = 8;
 /// "No slot": an empty bucket way, the end of the arrival list.
 pub(crate) const NIL: u32 = u32::MAX;
 
-/// Largest table weir builds: slot numbers are `u32` and [`NIL`] is reserved.
-pub(crate) const MAX_RUNS: usize = 1 << 24;
+/// Largest table weir builds (memory is allocated up front, about 1 KiB per run with an
+/// mbuf-sized buffer handle).
+pub(crate) const MAX_RUNS: usize = 1 << 20;
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
