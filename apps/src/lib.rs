@@ -1,1 +1,6 @@
-//! Shared code for weir's command-line programs.
+//! Shared code for weir's command-line programs: `weir-sink` (the receiver), `weir-gen`
+//! and `weir-bench`.
+
+pub mod eal_args;
+pub mod report;
+pub mod sink;

@@ -1,0 +1,5 @@
+//! weir-sink: receive TCP with weir's pipeline. See `weir-sink --help`.
+
+fn main() -> std::process::ExitCode {
+    apps::sink::main(std::env::args().collect())
+}

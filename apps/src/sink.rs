@@ -1,0 +1,620 @@
+//! `weir-sink`: receive TCP on a DPDK port with weir's pipeline, one lcore per queue.
+//!
+//! The application side is a sink: it accepts every connection on the listening ports,
+//! consumes every byte as soon as it is in order (optionally hashing it), and closes when
+//! the peer closes. Stats cross from the lcores to the printer thread as snapshots through
+//! `crossbeam-queue`; nothing on the data path waits for anything.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use crossbeam_queue::ArrayQueue;
+use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig, PortRxQueue, PortTxQueue};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use stack::ack::AckPolicy;
+use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::gro::GroConfig;
+use stack::pipeline::{Pipeline, PipelineConfig};
+use stack::stats::Stats;
+use stack::tcp::{ConnId, Event, TcpConfig};
+use stack::time::{Duration, Instant};
+use stack::wire::LocalAddrs;
+
+use crate::eal_args;
+use crate::report::{self, DigestRecord};
+
+/// `on` or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// weir-sink's own options (after `--` when EAL options are given).
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "weir-sink",
+    version,
+    about = "Receive TCP with weir: software GRO with a nanosecond flush timer, Linux-grade ACKs, batched per loop.",
+    after_help = "Usage forms:\n  weir-sink [OPTIONS]                      embedded default: a net_tap vdev 'weirtap0', --no-pci, hugepages if configured\n  weir-sink [EAL OPTIONS] -- [OPTIONS]     DPDK's usual form, e.g. weir-sink -l 0-1 -a 0000:3b:00.0 -- --ip 10.0.0.1\n\nscripts/run.sh drives it with the kernel's TCP over net_tap."
+)]
+pub struct SinkArgs {
+    /// weir's address on the port (repeat to give one IPv4 and one IPv6 address).
+    #[arg(long = "ip", value_name = "ADDR", default_values = ["198.18.0.1", "2001:2::1"])]
+    pub ip: Vec<IpAddr>,
+    /// TCP port to accept connections on (repeatable).
+    #[arg(long = "port", value_name = "N", default_values_t = [5001u16],
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub ports: Vec<u16>,
+    /// DPDK port id to use (default: the first probed port).
+    #[arg(long, value_name = "ID")]
+    pub eth_port: Option<u16>,
+    /// RX/TX queues, one lcore each (RSS spreads flows when the device has it).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub queues: u16,
+    /// GRO flush timeout: the longest a segment is held, in nanoseconds (0 = flush at the
+    /// end of every burst, as NAPI without gro_flush_timeout).
+    #[arg(long, value_name = "NS", default_value_t = 20_000)]
+    pub gro_flush_ns: u64,
+    /// Hand every segment to TCP as it arrives (no coalescing).
+    #[arg(long)]
+    pub no_gro: bool,
+    /// GRO runs held at once per core; the oldest is flushed when full.
+    #[arg(long, value_name = "N", default_value_t = 4096,
+          value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    pub max_flows: u64,
+    /// Connections per core; more are refused with a RST.
+    #[arg(long, value_name = "N", default_value_t = 4096,
+          value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_conns: u64,
+    /// ACK policy: linux, rfc5681, every:N, delay:NS.
+    #[arg(long, value_name = "POLICY", default_value = "linux", value_parser = parse_policy)]
+    pub ack_policy: AckPolicy,
+    /// Immediate ACK when an exactly-1-MSS PSH segment is consumed (Linux 4720852ed9af);
+    /// default: on for linux, off for the other presets.
+    #[arg(long, value_name = "on|off")]
+    pub quickack_psh_mss: Option<OnOff>,
+    /// Receive buffer per connection in bytes (the window's upper bound).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20,
+          value_parser = clap::value_parser!(u32).range(16_384..=1_073_741_824))]
+    pub rcvbuf: u32,
+    /// SHA-256 of each connection's bytes, printed when it closes and kept in the JSON.
+    #[arg(long)]
+    pub digest: bool,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Write the totals as JSON to FILE on exit.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+    /// Mbufs in the receive pool.
+    #[arg(long, value_name = "N", default_value_t = 16_383,
+          value_parser = clap::value_parser!(u32).range(1024..))]
+    pub mbufs: u32,
+    /// Put the port in promiscuous mode.
+    #[arg(long)]
+    pub promiscuous: bool,
+    /// No live line (totals and JSON only).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Name of the tap interface the embedded default creates (ignored with EAL options).
+    #[arg(long, value_name = "NAME", default_value = "weirtap0")]
+    pub tap_iface: String,
+}
+
+fn parse_policy(s: &str) -> std::result::Result<AckPolicy, String> {
+    s.parse::<AckPolicy>().map_err(|e| e.to_string())
+}
+
+impl SinkArgs {
+    /// Checks what clap cannot: one address per family, a positive finite duration.
+    pub fn validate(&self) -> Result<()> {
+        let v4 = self.ip.iter().filter(|a| a.is_ipv4()).count();
+        let v6 = self.ip.iter().filter(|a| a.is_ipv6()).count();
+        if v4 > 1 || v6 > 1 {
+            bail!("--ip: give at most one IPv4 and one IPv6 address");
+        }
+        if let Some(ip) = self.ip.iter().find(|a| a.is_unspecified() || a.is_multicast()) {
+            bail!("--ip {ip}: weir needs a unicast address");
+        }
+        if let Some(d) = self.duration {
+            if !(d.is_finite() && d > 0.0) {
+                bail!("--duration {d}: give a positive number of seconds");
+            }
+        }
+        let mut ports = self.ports.clone();
+        ports.sort_unstable();
+        ports.dedup();
+        if ports.len() != self.ports.len() {
+            bail!("--port: a port is given twice");
+        }
+        Ok(())
+    }
+
+    /// The ACK policy with the `--quickack-psh-mss` switch applied.
+    pub fn policy(&self) -> AckPolicy {
+        match self.quickack_psh_mss {
+            Some(s) => self.ack_policy.with_quickack_psh_mss(s == OnOff::On),
+            None => self.ack_policy,
+        }
+    }
+
+    fn settings_json(&self) -> serde_json::Value {
+        json!({
+            "ip": self.ip.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            "ports": self.ports,
+            "queues": self.queues,
+            "gro": !self.no_gro,
+            "gro_flush_ns": self.gro_flush_ns,
+            "max_flows": self.max_flows,
+            "max_conns": self.max_conns,
+            "ack_policy": self.policy().to_string(),
+            "rcvbuf": self.rcvbuf,
+            "digest": self.digest,
+        })
+    }
+}
+
+/// Entry point: parses the command line, runs, and maps errors to one line and an exit
+/// code (2 for usage errors, 1 for run-time errors).
+pub fn main(argv: Vec<String>) -> ExitCode {
+    let split = eal_args::split(argv);
+    let args = match SinkArgs::try_parse_from(&split.app) {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("weir-sink: error: {first} (see weir-sink --help)");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = args.validate() {
+        eprintln!("weir-sink: error: {e}");
+        return ExitCode::from(2);
+    }
+    match run(args, split.eal) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir-sink: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// What a core hands back when it stops.
+struct CoreResult {
+    stats: Stats,
+    digests: Vec<DigestRecord>,
+    open_at_stop: u64,
+}
+
+/// What a core needs to run.
+struct CoreCtx {
+    queue: u16,
+    rx: PortRxQueue,
+    tx: PortTxQueue,
+    pool: dpdk::PortPool,
+    clock: Clock,
+    cfg: PipelineConfig,
+    digest: bool,
+    stop: Arc<AtomicBool>,
+    deadline_ns: Option<u64>,
+    snapshots: Arc<ArrayQueue<(u16, Stats)>>,
+    closed: Arc<ArrayQueue<DigestRecord>>,
+}
+
+/// Longest list of per-connection digests a core keeps (bounded like everything else).
+const MAX_DIGESTS: usize = 100_000;
+
+struct ConnDigest {
+    flow: String,
+    local_port: u16,
+    hasher: Option<Sha256>,
+    bytes: u64,
+}
+
+/// The sink application on one core: consume everything, hash it, close when the peer does.
+struct SinkApp {
+    digest: bool,
+    conns: HashMap<ConnId, ConnDigest>,
+    done: Vec<DigestRecord>,
+    closed: Arc<ArrayQueue<DigestRecord>>,
+}
+
+impl SinkApp {
+    fn serve(&mut self, p: &mut Pipeline<Mbuf>, now: Instant) {
+        while let Some(ev) = p.tcp().poll_event() {
+            match ev {
+                Event::Opened(id) => {
+                    let flow = p.tcp().flow(id);
+                    let (name, port) = flow
+                        .map(|f| (format!("{f:?}"), f.dport))
+                        .unwrap_or_default();
+                    self.conns.insert(
+                        id,
+                        ConnDigest {
+                            flow: name,
+                            local_port: port,
+                            hasher: self.digest.then(Sha256::new),
+                            bytes: 0,
+                        },
+                    );
+                }
+                Event::Readable(id) => self.consume(p, id),
+                Event::PeerClosed(id) => {
+                    self.consume(p, id);
+                    let _ = p.tcp().close(now, id);
+                }
+                Event::Closed(id) => self.finish(id, "closed"),
+                Event::Reset(id) => self.finish(id, "reset"),
+            }
+        }
+    }
+
+    fn consume(&mut self, p: &mut Pipeline<Mbuf>, id: ConnId) {
+        let c = self.conns.get_mut(&id);
+        let _ = p.tcp().recv(id, |slices| {
+            let mut n = 0usize;
+            for s in slices {
+                n += usize::from(s.len);
+            }
+            if let Some(c) = c {
+                if let Some(h) = c.hasher.as_mut() {
+                    for s in slices {
+                        h.update(s.bytes());
+                    }
+                }
+                c.bytes += n as u64;
+            }
+            n
+        });
+    }
+
+    fn finish(&mut self, id: ConnId, end: &'static str) {
+        let Some(c) = self.conns.remove(&id) else {
+            return;
+        };
+        self.record(c, end);
+    }
+
+    fn record(&mut self, c: ConnDigest, end: &'static str) {
+        let Some(h) = c.hasher else { return };
+        let rec = DigestRecord {
+            flow: c.flow,
+            local_port: c.local_port,
+            bytes: c.bytes,
+            sha256: hex(&h.finalize()),
+            end,
+        };
+        let _ = self.closed.push(rec.clone());
+        if self.done.len() < MAX_DIGESTS {
+            self.done.push(rec);
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// One core's loop: rx burst, pipeline, app, timers, one tx burst; until told to stop.
+fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
+    let mut p: Pipeline<Mbuf> = Pipeline::new(c.cfg.clone())
+        .map_err(|e| anyhow!("queue {}: cannot set up TCP: {e}", c.queue))?;
+    let mut app = SinkApp {
+        digest: c.digest,
+        conns: HashMap::new(),
+        done: Vec::new(),
+        closed: c.closed.clone(),
+    };
+    let mut rx: Burst<Mbuf> = Burst::new();
+    let mut out: Burst<Mbuf> = Burst::new();
+    let hz = c.clock.hz().max(1);
+    let publish_every = hz / 4;
+    let mut last_publish = Clock::cycles();
+    let mut lp = stack::stats::LoopStats::default();
+    let deadline = c.deadline_ns.map(Instant::from_nanos);
+    let mut now;
+    loop {
+        let t0 = Clock::cycles();
+        now = c.clock.instant_at(t0);
+        let n = c.rx.rx_burst(&mut rx);
+        if n > 0 {
+            p.handle_rx_burst(now, &mut rx);
+        }
+        app.serve(&mut p, now);
+        p.handle_timeout(now);
+        app.serve(&mut p, now);
+        let m = p.poll_tx(now, &mut c.pool, &mut out);
+        if !out.is_empty() {
+            lp.tx_packets += c.tx.tx_burst(&mut out) as u64;
+            lp.tx_dropped += out.len() as u64;
+            out.clear();
+        }
+        lp.iterations += 1;
+        if n > 0 || m > 0 {
+            let t1 = Clock::cycles();
+            lp.busy_iterations += 1;
+            lp.busy_cycles += t1.wrapping_sub(t0);
+        }
+        if t0.wrapping_sub(last_publish) >= publish_every {
+            last_publish = t0;
+            let mut s = p.stats();
+            s.lp = lp.clone();
+            s.lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
+            s.lp.mbufs_in_use = c.pool.mempool().in_use() as u64;
+            c.snapshots.force_push((c.queue, s));
+            if c.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+        }
+    }
+    // Shutdown: nothing stays held in GRO; what is in order reaches the app; connections
+    // still open are reset (so no peer waits on a vanished receiver).
+    p.flush_gro(now);
+    app.serve(&mut p, now);
+    let open_at_stop = p.stats().conns_open;
+    let open: Vec<ConnId> = app.conns.keys().copied().collect();
+    for id in open {
+        let _ = p.tcp().abort(id);
+    }
+    app.serve(&mut p, now);
+    for (_, c) in std::mem::take(&mut app.conns) {
+        app.record(c, "open");
+    }
+    for _ in 0..64 {
+        if p.poll_tx(now, &mut c.pool, &mut out) == 0 {
+            break;
+        }
+        lp.tx_packets += c.tx.tx_burst(&mut out) as u64;
+        lp.tx_dropped += out.len() as u64;
+        out.clear();
+    }
+    let mut stats = p.stats();
+    lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
+    stats.lp = lp;
+    drop(p);
+    Ok(CoreResult {
+        stats,
+        digests: app.done,
+        open_at_stop,
+    })
+}
+
+/// Sets up DPDK, the port and one pipeline per queue, runs until stopped, and reports.
+pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
+    let eal_argv = eal.unwrap_or_else(|| {
+        eal_args::default_eal("weir-sink", &args.tap_iface, usize::from(args.queues))
+    });
+    let eal = Eal::init(&eal_argv).context("starting DPDK (EAL)")?;
+    let workers = eal.worker_lcores();
+    let queues = args.queues;
+    if workers.len() + 1 < usize::from(queues) {
+        bail!(
+            "--queues {queues} needs {queues} lcores but the EAL has {}: pass -l 0-{} in the EAL options",
+            workers.len() + 1,
+            queues - 1
+        );
+    }
+    let port_id = match args.eth_port {
+        Some(p) => p,
+        None => *eal.ports().first().ok_or_else(|| {
+            anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap, or -a PCI_ADDRESS for a NIC bound to vfio-pci)")
+        })?,
+    };
+    let pool = Mempool::new(&eal, "weir_rx", args.mbufs, 256, 2048 + 128)
+        .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
+    let mut port = Port::configure(
+        &eal,
+        port_id,
+        pool,
+        &PortConfig {
+            rx_queues: queues,
+            tx_queues: queues,
+            promiscuous: args.promiscuous,
+            ..PortConfig::default()
+        },
+    )
+    .with_context(|| format!("configuring port {port_id}"))?;
+    port.start()
+        .with_context(|| format!("starting port {port_id}"))?;
+    let mac = port.mac()?;
+    let off = port.offloads();
+    let tx_csum = off.tx_tcp_cksum() && off.tx_ipv4_cksum();
+    let local = LocalAddrs::new(
+        mac,
+        args.ip.iter().find_map(|a| match a {
+            IpAddr::V4(v) => Some(*v),
+            _ => None,
+        }),
+        args.ip.iter().find_map(|a| match a {
+            IpAddr::V6(v) => Some(*v),
+            _ => None,
+        }),
+    );
+    let policy = args.policy();
+    let cfg = PipelineConfig {
+        local,
+        gro: (!args.no_gro).then(|| GroConfig {
+            flush_ns: Duration::from_nanos(args.gro_flush_ns),
+            max_flows: args.max_flows as usize,
+            ..GroConfig::default()
+        }),
+        tcp: TcpConfig {
+            max_conns: args.max_conns as usize,
+            rcv_buf: args.rcvbuf,
+            seed: seed(),
+            ..TcpConfig::default()
+        },
+        listen: args.ports.iter().map(|p| (*p, policy)).collect(),
+        tx_csum_offload: tx_csum,
+    };
+    eprintln!(
+        "weir-sink {} on DPDK {}: port {port_id} mac {} queues {queues}, ip {}, tcp ports {:?}, gro {}, ack policy {policy}, tx csum offload {}",
+        env!("CARGO_PKG_VERSION"),
+        Eal::version(),
+        mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
+        args.ip.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(","),
+        args.ports,
+        if args.no_gro { "off".to_string() } else { format!("flush {} ns, {} flows", args.gro_flush_ns, args.max_flows) },
+        if tx_csum { "on" } else { "off" },
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
+            .context("installing the SIGINT/SIGTERM handler")?;
+    }
+    let clock = Clock::new(&eal);
+    let deadline_ns = args
+        .duration
+        .map(|d| clock.now().as_nanos() + (d * 1e9) as u64);
+    let snapshots = Arc::new(ArrayQueue::new(64));
+    let closed = Arc::new(ArrayQueue::new(4096));
+    let mut ctxs = Vec::new();
+    for q in 0..queues {
+        ctxs.push(CoreCtx {
+            queue: q,
+            rx: port.rx_queue(q)?,
+            tx: port.tx_queue(q)?,
+            pool: pool.for_port(port_id),
+            clock,
+            cfg: cfg.clone(),
+            digest: args.digest,
+            stop: stop.clone(),
+            deadline_ns,
+            snapshots: snapshots.clone(),
+            closed: closed.clone(),
+        });
+    }
+    let started = std::time::Instant::now();
+
+    // The printer: merges the cores' latest snapshots once a second.
+    let printer_stop = Arc::new(AtomicBool::new(false));
+    let printer = {
+        let snapshots = snapshots.clone();
+        let closed = closed.clone();
+        let quiet = args.quiet;
+        let pstop = printer_stop.clone();
+        let n = usize::from(queues);
+        std::thread::spawn(move || {
+            let mut latest: Vec<Stats> = vec![Stats::default(); n];
+            let mut prev = Stats::default();
+            let mut last = std::time::Instant::now();
+            while !pstop.load(Ordering::Relaxed) {
+                std::thread::sleep(StdDuration::from_millis(100));
+                while let Some(d) = closed.pop() {
+                    println!(
+                        "connection {} {}: {} bytes, sha256 {}",
+                        d.flow, d.end, d.bytes, d.sha256
+                    );
+                }
+                while let Some((q, s)) = snapshots.pop() {
+                    if let Some(slot) = latest.get_mut(usize::from(q)) {
+                        *slot = s;
+                    }
+                }
+                let dt = last.elapsed().as_secs_f64();
+                if dt >= 1.0 {
+                    let mut total = Stats::default();
+                    for s in &latest {
+                        total.merge(s);
+                    }
+                    if !quiet {
+                        println!(
+                            "{}",
+                            report::live_line(started.elapsed().as_secs_f64(), &prev, &total, dt)
+                        );
+                    }
+                    prev = total;
+                    last = std::time::Instant::now();
+                }
+            }
+            while let Some(d) = closed.pop() {
+                println!(
+                    "connection {} {}: {} bytes, sha256 {}",
+                    d.flow, d.end, d.bytes, d.sha256
+                );
+            }
+        })
+    };
+
+    let mut launched = Vec::new();
+    let mut ctxs = ctxs.into_iter();
+    let main_ctx = ctxs.next().ok_or_else(|| anyhow!("no queue to run"))?;
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for (ctx, lcore) in ctxs.zip(workers.iter().copied()) {
+        let results = results.clone();
+        let q = ctx.queue;
+        launched.push(eal.remote_launch(lcore, move || {
+            let r = run_core(ctx);
+            let code = i32::from(r.is_err());
+            if let Ok(mut v) = results.lock() {
+                v.push((q, r));
+            }
+            code
+        })?);
+    }
+    let main_result = run_core(main_ctx);
+    stop.store(true, Ordering::Relaxed);
+    for l in launched {
+        let _ = l.join();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut per_core = vec![(0u16, main_result)];
+    if let Ok(mut v) = results.lock() {
+        per_core.extend(v.drain(..));
+    }
+    per_core.sort_by_key(|(q, _)| *q);
+    printer_stop.store(true, Ordering::Relaxed);
+    let _ = printer.join();
+
+    let mut total = Stats::default();
+    let mut stats = Vec::new();
+    let mut digests = Vec::new();
+    let mut open_at_stop = 0;
+    for (q, r) in per_core {
+        let r = r.with_context(|| format!("queue {q}"))?;
+        total.merge(&r.stats);
+        open_at_stop += r.open_at_stop;
+        stats.push(r.stats);
+        digests.extend(r.digests);
+    }
+    total.conns_open = open_at_stop;
+    // Stopping the port returns the mbufs its RX rings held.
+    port.stop().context("stopping the port")?;
+    let in_use = pool.in_use() as u64;
+    total.lp.mbufs_in_use = in_use;
+    println!("{}", report::summary(&total, in_use, elapsed));
+    if let Some(path) = &args.stats_json {
+        let v = report::final_json(&total, &stats, &digests, in_use, elapsed, args.settings_json());
+        let text = serde_json::to_string_pretty(&v)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// A seed for ISNs and SYN cookies from the OS's randomness (RFC 6528 wants them
+/// unpredictable).
+fn seed() -> u64 {
+    let mut b = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    u64::from_le_bytes(b) ^ u64::from(std::process::id())
+}
