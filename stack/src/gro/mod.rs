@@ -150,8 +150,53 @@ struct HeaderSig {
     opts: [u64; 5],
 }
 
+/// `PRESENT_MASK[n]`: the option words with bytes `0..n` kept (little-endian words).
+static PRESENT_MASK: [[u64; 5]; 41] = {
+    let mut t = [[0u64; 5]; 41];
+    let mut n = 0;
+    while n <= 40 {
+        let mut i = 0;
+        while i < 5 {
+            let keep = if n <= 8 * i {
+                0
+            } else if n >= 8 * i + 8 {
+                8
+            } else {
+                n - 8 * i
+            };
+            t[n][i] = if keep == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * keep)) - 1
+            };
+            i += 1;
+        }
+        n += 1;
+    }
+    t
+};
+
+/// Index into [`TSVAL_MASK`] for "no timestamps option" (and any offset too large).
+const TSVAL_NONE: usize = MAX_OPTION_BYTES - 3;
+
+/// `TSVAL_MASK[t]`: the option words' bits holding bytes `t..t + 4` (the TSval), none for
+/// [`TSVAL_NONE`].
+static TSVAL_MASK: [[u64; 5]; TSVAL_NONE + 1] = {
+    let mut t = [[0u64; 5]; TSVAL_NONE + 1];
+    let mut at = 0;
+    while at < TSVAL_NONE {
+        let mut b = at;
+        while b < at + 4 {
+            t[at][b / 8] |= 0xff << (8 * (b % 8));
+            b += 1;
+        }
+        at += 1;
+    }
+    t
+};
+
 impl HeaderSig {
-    #[inline]
+    #[inline(always)]
     fn of(meta: &TcpMeta) -> Self {
         // Same MAC header (`gro_list_prepare`, `compare_ether_header`): source then
         // destination, little-endian in the low 96 bits.
@@ -171,10 +216,11 @@ impl HeaderSig {
             | u64::from(tsval_at) << 24
             | u64::from(n.flow_label) << 32;
         // Only the `header_len - 20` option bytes present count; TSval is masked because it
-        // may rise within a run (compared separately). Masks are computed on whole words:
-        // zeroing bytes and reading words back stalls store forwarding.
-        let present = i32::from(meta.header_len.saturating_sub(20)).min(MAX_OPTION_BYTES as i32);
-        let ts = i32::from(tsval_at);
+        // may rise within a run (compared separately). Masks come from two small tables:
+        // computing them per segment, or zeroing bytes and reading words back, costs more
+        // than the rest of the merge check.
+        let present = &PRESENT_MASK[usize::from(meta.header_len.saturating_sub(20)).min(40)];
+        let ts = &TSVAL_MASK[usize::from(tsval_at).min(TSVAL_NONE)];
         let mut opts = [0u64; 5];
         for (i, (w, c)) in opts
             .iter_mut()
@@ -183,17 +229,7 @@ impl HeaderSig {
         {
             let mut a = [0u8; 8];
             a.copy_from_slice(c);
-            let base = 8 * i as i32;
-            let keep = (present - base).clamp(0, 8) as u32;
-            let present_mask = u64::MAX.checked_shr(64 - 8 * keep).unwrap_or(0);
-            // The 4 TSval bytes at `ts`, relative to this word: bytes `lo..lo + 4`.
-            let lo = ts - base;
-            let ts_mask = if (-3..8).contains(&lo) {
-                ((0xffff_ffff_u128 << (64 + 8 * lo)) >> 64) as u64
-            } else {
-                0
-            };
-            *w = u64::from_le_bytes(a) & present_mask & !ts_mask;
+            *w = u64::from_le_bytes(a) & present[i] & !ts[i];
         }
         HeaderSig {
             mac,

@@ -812,3 +812,36 @@ fn tsval_straddling_two_words_is_masked_exactly() {
         assert_eq!(h.units(), vec![(0, 2, 2 * M), (2 * M, 1, M)]);
     }
 }
+
+/// The word masks equal the byte-wise rule for every option length and TSval position:
+/// bytes past `header_len - 20` and the four TSval bytes are ignored, all others compared.
+#[test]
+fn option_masks_match_the_bytewise_rule() {
+    let mut raw = [0u8; MAX_OPTION_BYTES];
+    for (i, b) in raw.iter_mut().enumerate() {
+        *b = 0x80 | i as u8;
+    }
+    for header_len in (20u8..=60).step_by(4) {
+        for tsval_at in (0..=36u8).map(Some).chain([None]) {
+            let mut m = seg(false, 0);
+            m.raw_opts = raw;
+            m.header_len = header_len;
+            m.tsval_at = tsval_at;
+            let got = HeaderSig::of(&m).opts;
+            let mut want = raw;
+            want[usize::from(header_len - 20)..].fill(0);
+            if let Some(t) = tsval_at {
+                want[usize::from(t)..usize::from(t) + 4].fill(0);
+            }
+            let want: Vec<u64> = want
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            assert_eq!(
+                got.to_vec(),
+                want,
+                "header_len {header_len} tsval_at {tsval_at:?}"
+            );
+        }
+    }
+}
