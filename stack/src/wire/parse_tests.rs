@@ -1318,3 +1318,42 @@ proptest! {
         prop_assert_eq!(&frame[usize::from(m.payload_off)..][..payload.len()], &payload[..]);
     }
 }
+
+/// A rough cost figure, not a benchmark (criterion benches live in `benches/`):
+/// `cargo test --release -p stack parse_cost -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parse_cost_ns_per_frame() {
+    let f = seg4().to_vec(&[0u8; 1448]);
+    let l = local();
+    let n = 20_000_000u32;
+    let t = std::time::Instant::now();
+    let mut acc = 0u64;
+    for _ in 0..n {
+        if let Parsed::Tcp(m) = parse(std::hint::black_box(&f), NIC_GOOD, &l) {
+            acc += u64::from(m.payload_len);
+        }
+    }
+    let ns = t.elapsed().as_nanos() as f64 / f64::from(n);
+    println!("parse: {ns:.1} ns/frame ({acc})");
+    let mut slot = Parsed::Drop(DropReason::TruncatedEthernet);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        parse_into(std::hint::black_box(&f), NIC_GOOD, &l, &mut slot);
+        if let Parsed::Tcp(m) = &slot {
+            acc += u64::from(m.payload_len);
+        }
+    }
+    let ns = t.elapsed().as_nanos() as f64 / f64::from(n);
+    println!("parse_into: {ns:.1} ns/frame ({acc})");
+    let n = n / 10;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        parse_into(std::hint::black_box(&f), SW, &l, &mut slot);
+        if let Parsed::Tcp(m) = &slot {
+            acc += u64::from(m.payload_len);
+        }
+    }
+    let ns = t.elapsed().as_nanos() as f64 / f64::from(n);
+    println!("parse_into, software checksums, 1448 B: {ns:.1} ns/frame ({acc})");
+}

@@ -232,19 +232,27 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 /// SACK-permitted are parsed on any segment; the TCP engine uses them on SYNs only.
 #[inline]
 pub fn parse_options(opts: &[u8]) -> Result<(TcpOptions, Option<u8>), DropReason> {
+    let mut o = TcpOptions::default();
+    let at = parse_options_into(opts, &mut o)?;
+    Ok((o, at))
+}
+
+/// [`parse_options`] writing into `o`, which must be `TcpOptions::default()` on entry
+/// (parse builds the result in place to avoid copying it).
+#[inline]
+pub(crate) fn parse_options_into(
+    opts: &[u8],
+    o: &mut TcpOptions,
+) -> Result<Option<u8>, DropReason> {
     // Fast path for the layout of nearly every segment of a bulk transfer from Linux,
     // BSD or Windows: NOP NOP TS (RFC 7323 Appendix A), or no options at all.
     if let &[kind::NOP, kind::NOP, kind::TIMESTAMP, 10, a, b, c, d, e, f, g, h] = opts {
-        let o = TcpOptions {
-            timestamp: Some(Timestamp {
-                tsval: u32::from_be_bytes([a, b, c, d]),
-                tsecr: u32::from_be_bytes([e, f, g, h]),
-            }),
-            ..TcpOptions::default()
-        };
-        return Ok((o, Some(4)));
+        o.timestamp = Some(Timestamp {
+            tsval: u32::from_be_bytes([a, b, c, d]),
+            tsecr: u32::from_be_bytes([e, f, g, h]),
+        });
+        return Ok(Some(4));
     }
-    let mut o = TcpOptions::default();
     let mut tsval_at = None;
     let mut i = 0usize;
     while let Some(&k) = opts.get(i) {
@@ -322,7 +330,7 @@ pub fn parse_options(opts: &[u8]) -> Result<(TcpOptions, Option<u8>), DropReason
         }
         i += len;
     }
-    Ok((o, tsval_at))
+    Ok(tsval_at)
 }
 
 /// Number of option bytes [`emit_options`] writes for `o` (a multiple of 4, at most 40).
