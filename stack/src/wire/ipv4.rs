@@ -50,11 +50,12 @@ pub mod protocol {
 const FLAG_DF: u16 = 0x4000;
 const FLAG_MF: u16 = 0x2000;
 
-/// `true` for a multicast (224.0.0.0/4) or limited broadcast address: never a valid source
-/// (RFC 1122 §3.2.1.3; RFC 9293 §3.10.7.2 ignores SYNs from them).
+/// `true` for a multicast (224.0.0.0/4), reserved (240.0.0.0/4) or limited broadcast
+/// (255.255.255.255, inside 240/4) address: never a valid source (RFC 1122 §3.2.1.3;
+/// RFC 9293 §3.10.7.2 ignores SYNs from them).
 #[inline]
 pub const fn is_multicast_or_broadcast(a: [u8; 4]) -> bool {
-    a[0] >= 224 || (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+    a[0] >= 224
 }
 
 /// A read/write view of an IPv4 packet.

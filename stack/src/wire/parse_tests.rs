@@ -261,6 +261,23 @@ fn tcp_v4_roundtrip_fills_every_meta_field() {
 }
 
 #[test]
+fn parse_into_overwrites_every_field_of_a_dirty_slot() {
+    let mut sack = seg4();
+    sack.opts.sack_count = 3;
+    let mut slot = parse(&sack.to_vec(b"x"), SW, &local());
+    assert!(matches!(slot, Parsed::Tcp(m) if m.opts.sack_count == 3));
+    for frame in [
+        seg6().to_vec(b"plain"),
+        LINUX_SYN.to_vec(),
+        arp_request(US4),
+        seg4().to_vec(b""),
+    ] {
+        parse_into(&frame, SW, &local(), &mut slot);
+        assert_eq!(slot, parse(&frame, SW, &local()));
+    }
+}
+
+#[test]
 fn tcp_v6_vlan_roundtrip() {
     let f = TcpFrame {
         vlan: Some(42),
@@ -1152,12 +1169,16 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, RxChecksum, DropReason)> {
 fn malformed_corpus_each_dropped_for_its_reason() {
     let mut seen = std::collections::HashSet::new();
     let cases = corpus();
+    // A slot left dirty by a previous TCP parse must not leak into the next result.
+    let mut slot = parse(&LINUX_SYN, SW, &local());
     for (desc, frame, cs, want) in &cases {
         assert_eq!(
             parse(frame, *cs, &local()),
             Parsed::Drop(*want),
             "case: {desc}"
         );
+        parse_into(frame, *cs, &local(), &mut slot);
+        assert_eq!(slot, Parsed::Drop(*want), "parse_into, case: {desc}");
         seen.insert(*want);
     }
     let missing: Vec<_> = DropReason::all()
