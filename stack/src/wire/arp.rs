@@ -4,6 +4,8 @@
 //! requests itself (it replies to the MAC each segment arrived from).
 
 use super::bytes::{get16, get8, get_arr, put16, put8, put_slice};
+use core::net::Ipv4Addr;
+
 use super::DropReason;
 
 /// Byte ranges of an Ethernet/IPv4 ARP packet (RFC 826 "Packet format").
@@ -142,6 +144,47 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
+/// An Ethernet/IPv4 ARP packet in high-level form (RFC 826).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repr {
+    /// Operation ([`OP_REQUEST`] or [`OP_REPLY`]).
+    pub operation: u16,
+    /// Sender hardware address.
+    pub sender_mac: [u8; 6],
+    /// Sender protocol address.
+    pub sender_ip: Ipv4Addr,
+    /// Target hardware address.
+    pub target_mac: [u8; 6],
+    /// Target protocol address.
+    pub target_ip: Ipv4Addr,
+}
+
+impl Repr {
+    /// Reads a checked packet; anything but Ethernet/IPv4 is
+    /// [`DropReason::ArpUnsupported`].
+    pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr, DropReason> {
+        if !p.is_ethernet_ipv4() {
+            return Err(DropReason::ArpUnsupported);
+        }
+        Ok(Repr {
+            operation: p.operation(),
+            sender_mac: p.sender_mac(),
+            sender_ip: Ipv4Addr::from(p.sender_ip()),
+            target_mac: p.target_mac(),
+            target_ip: Ipv4Addr::from(p.target_ip()),
+        })
+    }
+
+    /// Writes the packet into `p` ([`PACKET_LEN`] bytes; nothing is written past a shorter
+    /// buffer).
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
+        p.set_ethernet_ipv4();
+        p.set_operation(self.operation);
+        p.set_sender(self.sender_mac, self.sender_ip.octets());
+        p.set_target(self.target_mac, self.target_ip.octets());
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 mod tests {
@@ -172,5 +215,10 @@ mod tests {
         q.set_sender([2, 0, 0, 0, 0, 2], [198, 18, 0, 2]);
         q.set_target([0; 6], [198, 18, 0, 1]);
         assert_eq!(c, b);
+        let r = Repr::parse(&p).unwrap();
+        assert_eq!(r.sender_ip, Ipv4Addr::new(198, 18, 0, 2));
+        let mut d = [0u8; 28];
+        r.emit(&mut Packet::new_unchecked(&mut d[..]));
+        assert_eq!(d, b);
     }
 }

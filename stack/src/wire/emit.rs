@@ -52,11 +52,16 @@ pub fn emit_arp_reply(req: &ArpRequest, local_mac: [u8; 6], out: &mut [u8]) -> u
         return 0;
     }
     ethernet::emit_header(out, req.sender_mac, local_mac, vlan, ethertype::ARP);
-    let mut p = arp::Packet::new_unchecked(out.get_mut(l2..len).unwrap_or(&mut []));
-    p.set_ethernet_ipv4();
-    p.set_operation(arp::OP_REPLY);
-    p.set_sender(local_mac, req.target_ip.octets());
-    p.set_target(req.sender_mac, req.sender_ip.octets());
+    arp::Repr {
+        operation: arp::OP_REPLY,
+        sender_mac: local_mac,
+        sender_ip: req.target_ip,
+        target_mac: req.sender_mac,
+        target_ip: req.sender_ip,
+    }
+    .emit(&mut arp::Packet::new_unchecked(
+        out.get_mut(l2..len).unwrap_or(&mut []),
+    ));
     pad(out, len)
 }
 
@@ -251,6 +256,20 @@ impl TcpFrame {
         }
     }
 
+    /// The TCP header of this frame.
+    #[inline]
+    pub fn tcp_repr(&self) -> tcp::Repr {
+        tcp::Repr {
+            src_port: self.sport,
+            dst_port: self.dport,
+            seq: self.seq,
+            ack: self.ack,
+            flags: self.flags,
+            window: self.window,
+            opts: self.opts,
+        }
+    }
+
     #[inline]
     fn l3_len(&self) -> usize {
         match self.dst_ip {
@@ -353,20 +372,9 @@ impl TcpFrame {
                 IpAddr::V6(_) => ethertype::IPV6,
             },
         );
-        tcp::emit_options(
-            &self.opts,
-            seg.get_mut(tcp::HEADER_LEN..th).unwrap_or(&mut []),
-        );
         put_slice(seg, th, payload);
         let mut t = tcp::Packet::new_unchecked(&mut *seg);
-        t.set_src_port(self.sport);
-        t.set_dst_port(self.dport);
-        t.set_seq_number(self.seq);
-        t.set_ack_number(self.ack);
-        t.set_header_len(th);
-        t.set_flags(self.flags);
-        t.set_window(self.window);
-        t.set_urgent(0);
+        self.tcp_repr().emit(&mut t);
         match mode {
             TxChecksum::Software => t.fill_checksum(pseudo),
             TxChecksum::Offload => t.set_checksum(checksum::fold(pseudo)),

@@ -221,6 +221,72 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
+/// A TCP header in high-level form (RFC 9293 §3.1): what [`Repr::parse`] reads from a
+/// [`Packet`] and [`Repr::emit`] writes into one. The checksum is the caller's (it needs
+/// the IP pseudo-header): see [`Packet::fill_checksum`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Repr {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: SeqNumber,
+    /// Acknowledgment number.
+    pub ack: SeqNumber,
+    /// Control bits.
+    pub flags: TcpFlags,
+    /// Raw window field.
+    pub window: u16,
+    /// Options.
+    pub opts: TcpOptions,
+}
+
+impl Repr {
+    /// Reads the header and options of a checked packet (option errors as in
+    /// [`parse_options`]). Flag-combination and checksum checks are [`super::parse()`]'s.
+    pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr, DropReason> {
+        let (opts, _) = parse_options(p.options())?;
+        Ok(Repr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+            seq: p.seq_number(),
+            ack: p.ack_number(),
+            flags: p.flags(),
+            window: p.window(),
+            opts,
+        })
+    }
+
+    /// Header length with options, as [`Repr::emit`] writes it.
+    #[inline]
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN + options_len(&self.opts)
+    }
+
+    /// Writes the header and options (options laid out as [`emit_options`] does) into the
+    /// start of `p`'s buffer, leaving the checksum 0 and the payload untouched. Returns
+    /// the header length, or 0 if the buffer is shorter than [`Repr::header_len`].
+    #[inline]
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) -> usize {
+        let hl = self.header_len();
+        if p.buffer.as_ref().len() < hl {
+            return 0;
+        }
+        p.set_src_port(self.src_port);
+        p.set_dst_port(self.dst_port);
+        p.set_seq_number(self.seq);
+        p.set_ack_number(self.ack);
+        p.set_header_len(hl);
+        p.set_flags(self.flags);
+        p.set_window(self.window);
+        p.set_checksum(0);
+        p.set_urgent(0);
+        emit_options(&self.opts, p.options_mut());
+        hl
+    }
+}
+
 /// Parses TCP option bytes. Returns the options and, if a timestamp option is present,
 /// the offset of its TSval within `opts`.
 ///
@@ -504,6 +570,25 @@ mod tests {
             })
         );
         assert_eq!(parse_options(&[]).unwrap(), (TcpOptions::default(), None));
+    }
+
+    #[test]
+    fn repr_roundtrip_rfc9293_s3_1() {
+        let r = Repr {
+            src_port: 5001,
+            dst_port: 40000,
+            seq: SeqNumber(u32::MAX),
+            ack: SeqNumber(1),
+            flags: TcpFlags::SYN | TcpFlags::ACK,
+            window: 65535,
+            opts: parse_options(&LINUX_SYN_OPTS).unwrap().0,
+        };
+        let mut b = [0xeeu8; 44];
+        assert_eq!(r.emit(&mut Packet::new_unchecked(&mut b[..])), 40);
+        let p = Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(Repr::parse(&p), Ok(r));
+        assert_eq!(p.payload(), &[0xee; 4]);
+        assert_eq!(r.emit(&mut Packet::new_unchecked(&mut b[..39])), 0);
     }
 
     #[test]
