@@ -52,8 +52,9 @@ tapns_wait_reachable "$dst" 30 || { cat "$work/sink.log"; exit 1; }
 echo "== iperf -c $dst -P $streams -t $duration (the kernel's TCP sends, weir receives)"
 tapns_exec iperf -c "$dst" -p 5001 -P "$streams" -t "$duration" -y C >"$work/iperf.csv" 2>"$work/iperf.err" \
   || { cat "$work/iperf.err"; die "iperf failed"; }
-# iperf 2 CSV: field 8 is bytes transferred; with -P > 1 the last line (id -1) is the sum.
-iperf_bytes=$(awk -F, 'END { print $8 }' "$work/iperf.csv")
+# iperf 2 CSV: one line per stream (field 6 its id, field 8 its bytes); a sum line, when
+# iperf prints one, has id -1 and is left out.
+iperf_bytes=$(awk -F, '$6 != -1 { sum += $8 } END { print sum + 0 }' "$work/iperf.csv")
 
 echo "== socat: a ${file_mb} MB random file to port 5002"
 head -c "$((file_mb * 1024 * 1024))" /dev/urandom >"$work/file.bin"

@@ -2,13 +2,13 @@
 # Installs what weir needs to build and test on Debian 12 (bookworm):
 #   libdpdk-dev (DPDK 22.11, with its poll-mode drivers as plugins), pkg-config, clang and
 #   libclang-dev (bindgen), iproute2 (network namespaces, tap set-up), iperf and socat
-#   (the kernel-side TCP senders).
+#   (the kernel-side TCP senders), jq (reading weir's JSON stats) and iputils-ping.
 # Idempotent: when every package is already installed it touches nothing (and needs no
 # root); otherwise it must run as root and does `apt-get update` then `apt-get install`.
 # It also checks that Rust (cargo, rustc >= 1.85) is installed.
 set -euo pipefail
 
-PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat)
+PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping)
 MIN_RUST=1.85
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }

@@ -66,7 +66,7 @@ step "stack has no DPDK dependency" stack_has_no_dpdk
 step "clippy (workspace, all targets, -D warnings)" \
   cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test --workspace" cargo test --workspace --no-fail-fast
-# (issue 5 and later: add steps here, e.g. step "run.sh smoke" scripts/run.sh --duration 5)
+step "e2e: weir-sink vs the kernel's TCP over net_tap (issue 5)" scripts/e2e/tap.sh
 
 summary
 exit $failed

@@ -107,6 +107,14 @@ pub struct SinkArgs {
     /// No live line (totals and JSON only).
     #[arg(long)]
     pub quiet: bool,
+    /// Append the running totals as one JSON line per second to FILE (for benchmarks and
+    /// the lab: rates over any window).
+    #[arg(long, value_name = "FILE")]
+    pub stats_log: Option<PathBuf>,
+    /// Baseline mode: receive and free every frame, no stack at all (nothing is answered,
+    /// so only traffic that needs no replies flows, e.g. UDP to a static neighbor entry).
+    #[arg(long)]
+    pub drop: bool,
     /// Name of the tap interface the embedded default creates (ignored with EAL options).
     #[arg(long, value_name = "NAME", default_value = "weirtap0")]
     pub tap_iface: String,
@@ -161,6 +169,7 @@ impl SinkArgs {
             "ack_policy": self.policy().to_string(),
             "rcvbuf": self.rcvbuf,
             "digest": self.digest,
+            "drop": self.drop,
         })
     }
 }
@@ -209,6 +218,7 @@ struct CoreCtx {
     clock: Clock,
     cfg: PipelineConfig,
     digest: bool,
+    drop_only: bool,
     stop: Arc<AtomicBool>,
     deadline_ns: Option<u64>,
     snapshots: Arc<ArrayQueue<(u16, Stats)>>,
@@ -325,13 +335,19 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
     let publish_every = hz / 4;
     let mut last_publish = Clock::cycles();
     let mut lp = stack::stats::LoopStats::default();
+    let mut drop_stats = stack::stats::PipelineStats::default();
     let deadline = c.deadline_ns.map(Instant::from_nanos);
     let mut now;
     loop {
         let t0 = Clock::cycles();
         now = c.clock.instant_at(t0);
         let n = c.rx.rx_burst(&mut rx);
-        if n > 0 {
+        if c.drop_only {
+            for b in rx.drain(..) {
+                drop_stats.rx_packets += 1;
+                drop_stats.rx_bytes += b.data().len() as u64;
+            }
+        } else if n > 0 {
             p.handle_rx_burst(now, &mut rx);
         }
         app.serve(&mut p, now);
@@ -352,6 +368,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         if t0.wrapping_sub(last_publish) >= publish_every {
             last_publish = t0;
             let mut s = p.stats();
+            if c.drop_only {
+                s.pipeline = drop_stats.clone();
+            }
             s.lp = lp.clone();
             s.lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
             s.lp.mbufs_in_use = c.pool.mempool().in_use() as u64;
@@ -383,6 +402,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         out.clear();
     }
     let mut stats = p.stats();
+    if c.drop_only {
+        stats.pipeline = drop_stats;
+    }
     lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
     stats.lp = lp;
     drop(p);
@@ -494,6 +516,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             clock,
             cfg: cfg.clone(),
             digest: args.digest,
+            drop_only: args.drop,
             stop: stop.clone(),
             deadline_ns,
             snapshots: snapshots.clone(),
@@ -508,6 +531,13 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         let snapshots = snapshots.clone();
         let closed = closed.clone();
         let quiet = args.quiet;
+        let mut log = match &args.stats_log {
+            Some(path) => Some(
+                std::fs::File::create(path)
+                    .with_context(|| format!("creating --stats-log {}", path.display()))?,
+            ),
+            None => None,
+        };
         let pstop = printer_stop.clone();
         let n = usize::from(queues);
         std::thread::spawn(move || {
@@ -533,11 +563,17 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
                     for s in &latest {
                         total.merge(s);
                     }
+                    let elapsed = started.elapsed().as_secs_f64();
                     if !quiet {
-                        println!(
-                            "{}",
-                            report::live_line(started.elapsed().as_secs_f64(), &prev, &total, dt)
-                        );
+                        println!("{}", report::live_line(elapsed, &prev, &total, dt));
+                    }
+                    if let Some(f) = log.as_mut() {
+                        use std::io::Write;
+                        let mut v = report::stats_json(&total);
+                        if let serde_json::Value::Object(m) = &mut v {
+                            m.insert("elapsed_s".into(), json!(elapsed));
+                        }
+                        let _ = writeln!(f, "{v}");
                     }
                     prev = total;
                     last = std::time::Instant::now();
@@ -594,8 +630,8 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         digests.extend(r.digests);
     }
     total.conns_open = open_at_stop;
-    // Stopping the port returns the mbufs its RX rings held.
-    port.stop().context("stopping the port")?;
+    // Closing the port returns the mbufs its RX rings held.
+    port.close().context("closing the port")?;
     let in_use = pool.in_use() as u64;
     total.lp.mbufs_in_use = in_use;
     println!("{}", report::summary(&total, in_use, elapsed));

@@ -367,6 +367,21 @@ impl Port {
         Ok(())
     }
 
+    /// Stops and closes the port, releasing everything the driver holds — the mbufs
+    /// posted to its RX rings among them, so a mempool's in-use count can return to zero.
+    /// Fails with [`Error::QueuesInUse`] while queue handles exist. The port id cannot be
+    /// configured again afterwards (a vdev is removed by its close).
+    pub fn close(mut self) -> Result<()> {
+        self.stop()?;
+        let id = self.id();
+        // SAFETY: valid port, stopped, and no queue handle exists (checked by stop).
+        let ret = unsafe { dpdk_sys::rte_eth_dev_close(id) };
+        if ret < 0 {
+            return Err(port_error(id, "rte_eth_dev_close", ret));
+        }
+        Ok(())
+    }
+
     /// Enables or disables promiscuous mode. Devices that cannot (ENOTSUP) are left as
     /// they are; ring ports, for example, receive everything anyway.
     pub fn set_promiscuous(&mut self, on: bool) -> Result<()> {
