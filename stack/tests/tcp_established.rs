@@ -455,3 +455,151 @@ fn poll_tx_respects_burst_capacity() {
     out.clear();
     assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 6);
 }
+
+/// Every decision to ACK now yields its own frame (Linux sends from inside
+/// `__tcp_ack_snd_check`): `every:1` without GRO, eight segments handled before one
+/// `poll_tx`, gives eight ACKs with rising ACK numbers (RFC 5681 §4.2 counted per segment).
+#[test]
+fn every_1_without_gro_acks_each_segment_rfc5681_4_2() {
+    let mut h = established(AckPolicy::every(1));
+    let base = h.snd_nxt;
+    for _ in 0..8 {
+        h.data(1000, 1000, false);
+    }
+    let out = h.tx();
+    let acks: Vec<u32> = out.iter().map(|m| (m.ack - base) as u32).collect();
+    assert_eq!(acks, (1..=8).map(|i| i * 1000).collect::<Vec<_>>());
+    assert_eq!(h.acks(AckReason::Stretch), 8);
+    assert!(h.tx().is_empty(), "nothing else owed");
+}
+
+/// Linux `__tcp_ack_snd_check` (a) without GRO, out of quickack mode: every second full
+/// segment makes `rcv_nxt - rcv_wup > rcv_mss`, so a burst of 16 full segments handled
+/// before one `poll_tx` gets 8 stretch ACKs, each acknowledging two more segments, and
+/// each carrying the window of its decision (the right edge never moves left).
+#[test]
+fn linux_without_gro_acks_every_second_full_segment_tcp_ack_snd_check() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let base = h.snd_nxt;
+    let stretch = h.acks(AckReason::Stretch);
+    for _ in 0..16 {
+        h.data(u32::from(MSS), MSS, false);
+    }
+    let out = h.tx();
+    let acks: Vec<u32> = out.iter().map(|m| (m.ack - base) as u32).collect();
+    let want: Vec<u32> = (1..=8).map(|i| i * 2 * u32::from(MSS)).collect();
+    assert_eq!(acks, want);
+    assert_eq!(h.acks(AckReason::Stretch), stretch + 8);
+    let mut right = 0u64;
+    for m in &out {
+        let r = u64::from(m.ack.get()) + (u64::from(m.window) << 3);
+        assert!(r >= right, "right edge moved left");
+        right = r;
+    }
+    // The same 16 segments as one coalesced run: one ACK (GRO on).
+    let mut g = established(AckPolicy::linux());
+    g.exhaust_quickack();
+    g.data(16 * u32::from(MSS), MSS, false);
+    assert_eq!(g.tx().len(), 1);
+}
+
+/// Out-of-order segments in one burst each get their own duplicate ACK (RFC 5681 §4.2:
+/// "an immediate duplicate ACK SHOULD be sent when an out-of-order segment arrives"),
+/// each with the SACK blocks of its moment (RFC 2018 §4).
+#[test]
+fn each_out_of_order_segment_gets_its_own_dupack_rfc5681_4_2() {
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let base = h.snd_nxt;
+    h.data_at(base + 1000, 1000, 1000);
+    h.data_at(base + 3000, 1000, 1000);
+    h.data_at(base + 5000, 1000, 1000);
+    let out = h.tx();
+    assert_eq!(out.len(), 3, "three dupacks");
+    assert!(out.iter().all(|m| m.ack == base));
+    let firsts: Vec<u32> = out
+        .iter()
+        .map(|m| (sack_blocks(m)[0].0).wrapping_sub(base.get()))
+        .collect();
+    assert_eq!(firsts, vec![1000, 3000, 5000]);
+    assert_eq!(
+        out.iter().map(|m| m.opts.sack_count).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(h.acks(AckReason::OutOfOrder), 3);
+}
+
+/// The per-connection ACK queue is bounded: beyond `ack_queue` decisions in one loop
+/// iteration the oldest are merged into a cumulative (stretch) ACK and counted.
+#[test]
+fn ack_queue_overflow_merges_oldest_and_counts() {
+    let cfg = TcpConfig {
+        ack_queue: 4,
+        ..cfg()
+    };
+    let mut h = H::with_cfg(cfg, AckPolicy::every(1));
+    h.handshake(SynOpts::all());
+    let base = h.snd_nxt;
+    for _ in 0..10 {
+        h.data(1000, 1000, false);
+    }
+    let out = h.tx();
+    let acks: Vec<u32> = out.iter().map(|m| (m.ack - base) as u32).collect();
+    assert_eq!(acks, vec![7000, 8000, 9000, 10_000], "the newest four");
+    assert_eq!(h.tcp.ack_stats().merged, 6);
+    assert_eq!(h.acks(AckReason::Stretch), 4);
+}
+
+/// RFC 7323 §5.3 R1 and §4.3 with a coalesced run whose TSvals rise (GRO lets TSval rise
+/// within a run, never fall): PAWS is checked against the run's first TSval, TS.Recent
+/// takes the first TSval, and the ACK echoes it (the earliest unacknowledged segment's,
+/// §4.3 (2)); the next run, whose first TSval is newer than the previous run's first but
+/// older than its last, is still accepted.
+#[test]
+fn paws_and_ts_recent_use_first_tsval_of_coalesced_run_rfc7323_4_3_and_5_3() {
+    use stack::wire::Timestamp;
+    let mut h = established(AckPolicy::linux());
+    h.exhaust_quickack();
+    let tsecr = h.our_tsval;
+    let ts = |v: u32| Some(Timestamp { tsval: v, tsecr });
+    // 10 segments, TSvals 20_000 ..= 20_009.
+    let mut s = h.seg(h.snd_nxt, TcpFlags::ACK, 10 * 1448, 1448);
+    s.opts.timestamp = ts(20_000);
+    s.ts_last = ts(20_009);
+    h.snd_nxt += 10 * 1448;
+    h.send(s);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, h.snd_nxt);
+    assert_eq!(
+        a[0].opts.timestamp.expect("ts").tsecr,
+        20_000,
+        "echo the first"
+    );
+    // Next run: first TSval 20_005 (< the previous run's last, 20_009; a sender would
+    // not do this, but it shows which TSval PAWS and TS.Recent use).
+    let mut s = h.seg(h.snd_nxt, TcpFlags::ACK, 4 * 1448, 1448);
+    s.opts.timestamp = ts(20_005);
+    s.ts_last = ts(20_012);
+    h.snd_nxt += 4 * 1448;
+    h.send(s);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, h.snd_nxt, "accepted: first TSval passes PAWS");
+    assert_eq!(a[0].opts.timestamp.expect("ts").tsecr, 20_005);
+    assert_eq!(h.tcp.stats().drops(DropReason::Paws), 0);
+    // A run whose first TSval is older than TS.Recent fails PAWS as a whole, even though
+    // its last TSval is newer.
+    let nxt = h.snd_nxt;
+    let mut s = h.seg(h.snd_nxt, TcpFlags::ACK, 2 * 1448, 1448);
+    s.opts.timestamp = ts(20_004);
+    s.ts_last = ts(20_020);
+    h.send(s);
+    let a = h.tx();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, nxt, "dropped: duplicate ACK");
+    assert_eq!(a[0].opts.timestamp.expect("ts").tsecr, 20_005);
+    assert_eq!(h.tcp.stats().drops(DropReason::Paws), 1);
+    assert_eq!(h.read_all().len(), 14 * 1448);
+}

@@ -14,21 +14,35 @@
 //! exactly as a GRO packet reaches `__tcp_ack_snd_check` once in Linux, so a 45-segment run
 //! gets one stretch ACK under [`AckPolicy::linux`].
 //!
+//! Every decision to ACK now yields its own ACK frame, as in Linux where `tcp_send_ack`
+//! runs inside the decision: the connection snapshots the ACK number, window, TSecr and
+//! SACK blocks at that moment into its [`AckQueue`] and behaves as if the ACK had left
+//! (`rcv_wup = rcv_nxt`, `tcp_event_ack_sent`); `poll_tx` builds the queued snapshots in
+//! order. So with GRO off a burst of 45 in-order segments gets one ACK per two segments,
+//! as Linux without GRO would send, and the cost of not coalescing shows in the counts.
+//!
 //! Differences from Linux, on purpose:
 //! - weir only receives, so it never enters pingpong (interactive) mode: there is no reply
 //!   data within `ato` to trigger `inet_csk_inc_pingpong_cnt`.
 //! - The SACK-compression delay is `min(1 ms, 5% of the handshake RTT)`; Linux uses the
 //!   smoothed RTT, which a pure receiver has no samples for after the handshake.
-//! - Several decisions to ACK in one loop iteration give one ACK (the batch is built once per
-//!   iteration from the latest state), where Linux would send one per decision.
+//! - The frames of one loop iteration wait in a bounded per-connection [`AckQueue`]; when it
+//!   overflows, the oldest decision is merged into the next one (a cumulative stretch ACK)
+//!   and counted in [`AckStats::merged`], never queued without bound.
+//! - Within one segment (or one timer or application event) the decisions collapse into one
+//!   ACK, as in Linux, where `ICSK_ACK_NOW`, quickack and `__tcp_ack_snd_check` lead to
+//!   a single `tcp_send_ack`; the first reason recorded is the one counted.
 
 pub mod template;
 
 use core::fmt;
 use core::str::FromStr;
 
+use std::collections::VecDeque;
+
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
+use crate::wire::{SackBlock, MAX_SACK_BLOCKS};
 
 /// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25: the shortest delayed-ACK timeout (40 ms).
 pub const ATO_MIN: Duration = Duration::from_millis(40);
@@ -275,6 +289,127 @@ impl AckReason {
     const fn index(self) -> usize {
         self as usize
     }
+    /// A deliberate duplicate ACK (out-of-order data, old data, a challenge): sent even
+    /// when an identical ACK is already queued, because the sender counts them (RFC 5681
+    /// §4.2, RFC 5961 §7).
+    pub const fn is_dupack(self) -> bool {
+        matches!(
+            self,
+            AckReason::OutOfOrder | AckReason::Duplicate | AckReason::Challenge
+        )
+    }
+}
+
+/// One ACK decided but not yet built: the fields as of the decision (Linux would have sent
+/// it right then from `__tcp_ack_snd_check` or `tcp_send_dupack`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckSnapshot {
+    /// The acknowledgment number (`rcv_nxt` at the decision).
+    pub ack: SeqNumber,
+    /// The window field (already scaled down), from `tcp_select_window` at the decision.
+    pub window: u16,
+    /// TSecr: TS.Recent at the decision (RFC 7323 §4.3).
+    pub tsecr: u32,
+    /// Why it is sent.
+    pub reason: AckReason,
+    /// SACK blocks, D-SACK first (RFC 2883 §4); `sack_count` are valid.
+    pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    /// Number of valid entries in `sack`.
+    pub sack_count: u8,
+}
+
+impl AckSnapshot {
+    /// The valid SACK blocks.
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        &self.sack[..usize::from(self.sack_count).min(MAX_SACK_BLOCKS)]
+    }
+    /// Same acknowledgment number, window and SACK blocks: the peer could not tell the two
+    /// frames apart.
+    fn same_content(&self, o: &AckSnapshot) -> bool {
+        self.ack == o.ack && self.window == o.window && self.sack_blocks() == o.sack_blocks()
+    }
+}
+
+/// What [`AckQueue::push`] did with a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckPush {
+    /// Queued as its own frame.
+    Queued,
+    /// Not queued: an identical in-order ACK is already queued (no spurious dupack).
+    Suppressed,
+    /// Queued, but the queue was full: its oldest entry was merged into the next one.
+    Merged,
+}
+
+/// A connection's ACKs decided and not yet built, oldest first. Bounded: its capacity is
+/// fixed when the connection is set up and it never grows (no allocation per packet).
+#[derive(Clone, Debug)]
+pub struct AckQueue {
+    q: VecDeque<AckSnapshot>,
+    cap: usize,
+}
+
+impl AckQueue {
+    /// An empty queue of at most `cap` (at least 1) snapshots, allocated now.
+    pub fn new(cap: usize) -> Self {
+        let cap = cap.max(1);
+        AckQueue {
+            q: VecDeque::with_capacity(cap),
+            cap,
+        }
+    }
+
+    /// Queues `s`. A non-dupack ACK identical to the newest queued one is suppressed (the
+    /// queued frame already says it; sending it twice would be a spurious duplicate ACK that
+    /// the sender counts toward fast retransmit, RFC 5681 §4.2). When the queue is full the
+    /// oldest entry is dropped and the next one, which acknowledges everything it did
+    /// (ACKs are cumulative), becomes a stretch ACK if it acknowledges more.
+    pub fn push(&mut self, mut s: AckSnapshot) -> AckPush {
+        if !s.reason.is_dupack() {
+            if let Some(last) = self.q.back() {
+                if last.same_content(&s) {
+                    return AckPush::Suppressed;
+                }
+            }
+        }
+        let mut res = AckPush::Queued;
+        if self.q.len() >= self.cap {
+            if let Some(old) = self.q.pop_front() {
+                let next = self.q.front_mut().unwrap_or(&mut s);
+                if next.ack > old.ack {
+                    next.reason = AckReason::Stretch;
+                }
+                res = AckPush::Merged;
+            }
+        }
+        self.q.push_back(s);
+        res
+    }
+
+    /// The oldest snapshot.
+    pub fn front(&self) -> Option<&AckSnapshot> {
+        self.q.front()
+    }
+    /// Removes the oldest snapshot (after it was built).
+    pub fn pop(&mut self) -> Option<AckSnapshot> {
+        self.q.pop_front()
+    }
+    /// Snapshots queued.
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+    /// `true` when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    /// The most snapshots it holds.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    /// Drops everything (the connection was reset).
+    pub fn clear(&mut self) {
+        self.q.clear();
+    }
 }
 
 /// Segments sent by the ACK engine, by reason, plus the segments they acknowledged.
@@ -287,6 +422,11 @@ pub struct AckStats {
     pub alloc_failures: u64,
     /// ACKs whose TCP checksum the NIC computed.
     pub tx_csum_offloaded: u64,
+    /// ACK decisions merged into a later ACK because the connection's [`AckQueue`] was
+    /// full (each is one frame fewer than Linux would have sent).
+    pub merged: u64,
+    /// ACK decisions not sent because an identical in-order ACK was already queued.
+    pub suppressed: u64,
 }
 
 impl AckStats {
@@ -314,6 +454,8 @@ impl AckStats {
         self.segments_acked += o.segments_acked;
         self.alloc_failures += o.alloc_failures;
         self.tx_csum_offloaded += o.tx_csum_offloaded;
+        self.merged += o.merged;
+        self.suppressed += o.suppressed;
     }
     /// Pure data ACKs (excluding handshake, FIN, RST, challenge).
     pub fn data_acks(&self) -> u64 {
@@ -333,7 +475,8 @@ pub enum AckDelay {
     Idle,
     /// Send when this deadline passes (delayed-ACK or SACK-compression timer).
     Waiting(Instant),
-    /// Send in the next `poll_tx`.
+    /// Send now: decided during the current event (segment, timer, application call); the
+    /// connection snapshots it into its [`AckQueue`] when the event ends.
     Immediate(AckReason),
 }
 
@@ -465,8 +608,9 @@ impl AckState {
         self.pending |= SCHED;
     }
 
-    /// Send an ACK in the next `poll_tx` (`ICSK_ACK_NOW` and the like). The first reason
-    /// recorded for a pending ACK is the one counted.
+    /// Send an ACK now (`ICSK_ACK_NOW` and the like): the connection snapshots it when the
+    /// current event ends. Decisions within one event give one ACK; the first reason
+    /// recorded is the one counted.
     pub fn ack_now(&mut self, r: AckReason) {
         self.pending |= SCHED;
         if !matches!(self.delack, AckDelay::Immediate(_)) {
@@ -800,6 +944,60 @@ mod tests {
             let p: AckPolicy = s.parse().expect("parses");
             assert_eq!(p.to_string(), s);
         }
+    }
+
+    fn snap(ack: u32, window: u16, reason: AckReason) -> AckSnapshot {
+        AckSnapshot {
+            ack: SeqNumber(ack),
+            window,
+            tsecr: 0,
+            reason,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_count: 0,
+        }
+    }
+
+    /// No spurious duplicate ACK (RFC 5681 §4.2: the sender counts duplicates): an in-order
+    /// ACK identical to the newest queued one is suppressed; deliberate dupacks are not.
+    #[test]
+    fn queue_suppresses_identical_in_order_ack_but_keeps_dupacks() {
+        let mut q = AckQueue::new(8);
+        assert_eq!(q.push(snap(100, 10, AckReason::Stretch)), AckPush::Queued);
+        assert_eq!(q.push(snap(100, 10, AckReason::Quick)), AckPush::Suppressed);
+        assert_eq!(
+            q.push(snap(100, 10, AckReason::DelayedTimer)),
+            AckPush::Suppressed
+        );
+        assert_eq!(
+            q.push(snap(100, 11, AckReason::WindowUpdate)),
+            AckPush::Queued
+        );
+        assert_eq!(
+            q.push(snap(100, 11, AckReason::OutOfOrder)),
+            AckPush::Queued
+        );
+        assert_eq!(q.push(snap(100, 11, AckReason::Duplicate)), AckPush::Queued);
+        assert_eq!(q.len(), 4);
+    }
+
+    /// Bounded: the oldest entry is merged into the next, which becomes a stretch ACK when
+    /// it acknowledges more (ACKs are cumulative).
+    #[test]
+    fn queue_overflow_merges_oldest_into_stretch() {
+        let mut q = AckQueue::new(2);
+        q.push(snap(100, 10, AckReason::Quick));
+        q.push(snap(200, 10, AckReason::GapFill));
+        assert_eq!(q.push(snap(300, 10, AckReason::Quick)), AckPush::Merged);
+        assert_eq!(q.len(), 2);
+        let a = q.pop().expect("front");
+        assert_eq!((a.ack, a.reason), (SeqNumber(200), AckReason::Stretch));
+        assert_eq!(q.pop().map(|s| s.ack), Some(SeqNumber(300)));
+        assert!(q.is_empty());
+        let mut one = AckQueue::new(0);
+        assert_eq!(one.capacity(), 1);
+        one.push(snap(1, 1, AckReason::Quick));
+        assert_eq!(one.push(snap(2, 1, AckReason::Quick)), AckPush::Merged);
+        assert_eq!(one.front().map(|s| s.reason), Some(AckReason::Stretch));
     }
 
     #[test]

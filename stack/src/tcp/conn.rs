@@ -14,7 +14,7 @@ use super::ooo::{OooPool, OooQueue, OooReject};
 use super::table::Keyed;
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::{sack_option, AckTemplate, TcpFields};
-use crate::ack::{AckReason, AckState, SndCheck};
+use crate::ack::{AckPush, AckQueue, AckReason, AckSnapshot, AckState, AckStats, SndCheck};
 use crate::buf::{PacketBuf, PayloadSlice};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
@@ -29,6 +29,7 @@ const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 pub(crate) struct Ctx<B> {
     pub(crate) ooo: OooPool<B>,
     pub(crate) stats: TcpStats,
+    pub(crate) ack_stats: AckStats,
     pub(crate) events: VecDeque<Event>,
     pub(crate) events_cap: usize,
     pub(crate) due: VecDeque<(u32, u32)>,
@@ -88,6 +89,7 @@ pub(crate) struct ConnParams {
     pub(crate) ttl: u8,
     pub(crate) ooo_limit: u32,
     pub(crate) rxq_slices: usize,
+    pub(crate) ack_queue: usize,
     pub(crate) fin_retries: u8,
     pub(crate) time_wait: Duration,
 }
@@ -105,8 +107,15 @@ pub(crate) struct Conn<B> {
     rcv_wscale: u8,
     pub(crate) rcv_nxt: SeqNumber,
     rcv_wup: SeqNumber,
+    /// RFC 7323 §4.3 Last.ACK.sent: the ACK number of the last frame `poll_tx` built. ACKs
+    /// are decided (and `rcv_wup` moves) during input, but they leave in the loop
+    /// iteration's batch; until then TS.Recent keeps the TSval of the earliest segment not
+    /// yet acknowledged on the wire, which is the one every ACK of the batch echoes.
+    last_ack_sent: SeqNumber,
+    /// `rcv_nxt + free space` when the last ACK was decided: the right edge the buffer
+    /// allowed then, before SWS avoidance and scale rounding (see `window_ok`).
+    free_edge: SeqNumber,
     rcv_right: SeqNumber,
-    rcv_wnd_last: u32,
     rcv_buf: u32,
     advmss: u32,
     ts_ok: bool,
@@ -122,6 +131,8 @@ pub(crate) struct Conn<B> {
     pub(crate) rxq: VecDeque<PayloadSlice<B>>,
     pub(crate) rxq_bytes: u32,
     pub(crate) ack: AckState,
+    /// ACKs decided and not yet built, each with the fields of its decision.
+    acks: AckQueue,
     fin_due: bool,
     fin_sent: bool,
     rst_due: bool,
@@ -177,8 +188,9 @@ impl<B: PacketBuf> Conn<B> {
             rcv_wscale,
             rcv_nxt,
             rcv_wup: rcv_nxt,
+            last_ack_sent: rcv_nxt,
+            free_edge: rcv_nxt + syn_wnd as usize,
             rcv_right: rcv_nxt + syn_wnd as usize,
-            rcv_wnd_last: syn_wnd,
             rcv_buf: p.rcv_buf,
             advmss: u32::from(p.advmss),
             ts_ok,
@@ -194,6 +206,7 @@ impl<B: PacketBuf> Conn<B> {
             rxq: VecDeque::with_capacity(p.rxq_slices),
             rxq_bytes: 0,
             ack: AckState::new(p.ack, u32::from(p.advmss), init_rcv_mss, p.srtt),
+            acks: AckQueue::new(p.ack_queue),
             fin_due: false,
             fin_sent: false,
             rst_due: false,
@@ -241,7 +254,23 @@ impl<B: PacketBuf> Conn<B> {
 
     /// `__tcp_select_window`, simplified: the free space (ALIGNed to the scale).
     fn candidate_window(&self) -> u32 {
-        self.free_space()
+        // ALIGN(window, 1 << rcv_wscale): rounded up, as `tcp_select_window` advertises.
+        let unit = 1u32 << self.rcv_wscale.min(14);
+        self.free_space().div_ceil(unit).saturating_mul(unit)
+    }
+
+    /// `__tcp_select_window() >= rcv_wnd` in `__tcp_ack_snd_check`: an ACK now would not
+    /// pull the right edge back (linux-receive-path.md §3). Linux compares window sizes
+    /// because its window is capped by `rcv_ssthresh` well below the free space, so in bulk
+    /// transfer unread data does not shrink it; weir offers its whole free space, so a size
+    /// comparison would fail for every unread byte and no stretch ACK would ever go out
+    /// before the application reads. Comparing right edges keeps Linux's intent: the ACK
+    /// is held back only while buffer space is being lost (out-of-order data), not merely
+    /// because the application has not read yet.
+    /// Edges are compared before rounding to the window scale (`free_edge`), so rounding
+    /// never makes an unchanged buffer look like a shrinking one.
+    fn window_ok(&self) -> bool {
+        self.rcv_nxt + self.free_space() as usize >= self.free_edge
     }
 
     /// `tcp_select_window`: the window field for an ACK sent now. The right edge never
@@ -277,11 +306,55 @@ impl<B: PacketBuf> Conn<B> {
         }
     }
 
+    /// The end of an event (a segment, a timer, an application call): an ACK decided
+    /// during it is snapshotted now, then the connection is queued for `poll_tx` if it owes
+    /// anything.
     fn after_input(&mut self, ctx: &mut Ctx<B>) {
-        if self.ack.due().is_some() || self.fin_due || self.rst_due {
+        self.commit_ack(ctx);
+        if !self.acks.is_empty() || self.fin_due || self.rst_due {
             self.mark_due(ctx);
         }
         ctx.note_deadline(self.deadline());
+    }
+
+    /// `tcp_send_ack` at the moment of the decision: the ACK number, window (through
+    /// `tcp_select_window`, which also sets `rcv_wup`), TSecr and SACK blocks are taken now
+    /// and queued; the frame is built in `poll_tx`. Later decisions see the state this ACK
+    /// left (`rcv_nxt - rcv_wup` restarts from zero, one quick ACK is used up), exactly as
+    /// when Linux sends at once.
+    fn commit_ack(&mut self, ctx: &mut Ctx<B>) {
+        let Some(reason) = self.ack.due() else {
+            return;
+        };
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        let window = self.select_window();
+        let mut snap = AckSnapshot {
+            ack: self.rcv_nxt,
+            window,
+            tsecr: self.ts_recent,
+            reason,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_count: 0,
+        };
+        if self.sack_ok {
+            let max = self.tmpl.max_sack_blocks().min(MAX_SACK_BLOCKS);
+            let blocks = self.dsack.iter().chain(self.sack.iter()).take(max);
+            for (slot, b) in snap.sack.iter_mut().zip(blocks) {
+                *slot = *b;
+                snap.sack_count += 1;
+            }
+        }
+        match self.acks.push(snap) {
+            AckPush::Queued => {}
+            AckPush::Merged => ctx.ack_stats.merged += 1,
+            AckPush::Suppressed => ctx.ack_stats.suppressed += 1,
+        }
+        self.rcv_wup = self.rcv_nxt;
+        self.free_edge = self.rcv_nxt + self.free_space() as usize;
+        self.dsack = None;
+        self.ack.on_ack_sent();
     }
 
     /// RFC 5961 §7-limited challenge ACK.
@@ -326,7 +399,15 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
 
-        // RFC 7323 §5.3 R1: PAWS.
+        // RFC 7323 §5.3 R1: PAWS, checked against the run's FIRST TSval (`opts.timestamp`),
+        // not its last (`ts_last`). GRO merges a segment only if its TSval is equal to or
+        // newer than the previous one's (DESIGN.md, GRO), so when the first passes every
+        // later TSval of the run passes too; and the first is the one TS.Recent takes and
+        // every ACK echoes (§4.3). Checking `ts_last` instead would let a run whose first
+        // segment is an old duplicate through, and taking TS.Recent from it would make the
+        // next run's first segment look older than TS.Recent whenever the sender's clock
+        // ticked inside a run. The cost: a run whose first segment fails PAWS is dropped
+        // whole (Linux, without GRO, would drop only that segment); the sender retransmits.
         let ts = seg.opts.timestamp;
         if self.ts_ok && !rst {
             if let Some(t) = ts {
@@ -404,10 +485,13 @@ impl<B: PacketBuf> Conn<B> {
         }
 
         // RFC 7323 §4.3 (3): TS.Recent from a segment with SEG.SEQ <= Last.ACK.sent. For a
-        // coalesced run this is the first segment's TSval (the one to echo).
+        // coalesced run this is the first segment's TSval: the ACK covering the run echoes
+        // the earliest unacknowledged segment's timestamp (§4.3 (2), as for a delayed ACK),
+        // so the sender's RTT sample includes the time GRO held the run. `ts_last` is not
+        // used for TS.Recent (see the PAWS check above).
         if self.ts_ok {
             if let Some(t) = ts {
-                if seq <= self.rcv_wup && !ts_before(t.tsval, self.ts_recent) {
+                if seq <= self.last_ack_sent && !ts_before(t.tsval, self.ts_recent) {
                     self.ts_recent = t.tsval;
                     self.ts_recent_stamp = now;
                 }
@@ -508,7 +592,7 @@ impl<B: PacketBuf> Conn<B> {
             let unacked = (self.rcv_nxt - self.rcv_wup) as u32;
             let check = SndCheck {
                 unacked_bytes: unacked,
-                window_ok: self.candidate_window() >= self.rcv_wnd_last,
+                window_ok: self.window_ok(),
                 ofo: !self.ooo.is_empty(),
                 data_was_ofo: false,
                 sack: self.sack_ok,
@@ -554,7 +638,7 @@ impl<B: PacketBuf> Conn<B> {
             self.ack.schedule();
             let check = SndCheck {
                 unacked_bytes: (self.rcv_nxt - self.rcv_wup) as u32,
-                window_ok: self.candidate_window() >= self.rcv_wnd_last,
+                window_ok: self.window_ok(),
                 ofo: !self.ooo.is_empty(),
                 data_was_ofo: true,
                 sack: self.sack_ok,
@@ -661,6 +745,7 @@ impl<B: PacketBuf> Conn<B> {
         self.fin_deadline = None;
         self.tw_deadline = None;
         self.ack = AckState::new(self.ack.policy(), self.advmss, 536, Duration::ZERO);
+        self.acks.clear();
         ctx.ooo.clear(&mut self.ooo);
         self.rxq.clear();
         self.rxq_bytes = 0;
@@ -766,8 +851,9 @@ impl<B: PacketBuf> Conn<B> {
         self.after_input(ctx);
     }
 
-    /// Builds what this connection owes (RST, FIN or ACK) into a buffer. `Ok(None)`:
-    /// nothing was owed. `Err(())`: the pool is empty.
+    /// Builds the next frame this connection owes into a buffer: a RST, else the oldest
+    /// queued ACK, else our FIN. `Ok(None)`: nothing is owed. `Err(())`: the pool is empty
+    /// (nothing is consumed; it stays owed).
     pub(crate) fn build<P: crate::buf::BufPool<Buf = B>>(
         &mut self,
         now: Instant,
@@ -789,39 +875,43 @@ impl<B: PacketBuf> Conn<B> {
             self.rst_due = false;
             return Ok(Some((b, AckReason::Rst)));
         }
-        let reason = if self.fin_due {
-            AckReason::Fin
-        } else if let Some(r) = self.ack.due() {
-            r
-        } else {
-            return Ok(None);
-        };
-        let window = self.select_window();
-        let mut flags = TcpFlags::ACK;
-        let mut seq = self.snd_nxt;
-        if self.fin_due {
-            flags |= TcpFlags::FIN;
-            seq = self.iss + 1;
+        if let Some(snap) = self.acks.front().copied() {
+            let mut opt = [0u8; 36];
+            let n = sack_option(snap.sack_blocks(), &mut opt);
+            let f = TcpFields {
+                seq: self.snd_nxt,
+                ack: snap.ack,
+                flags: TcpFlags::ACK,
+                window: snap.window,
+                ts: Timestamp {
+                    tsval: self.ts_now(now),
+                    tsecr: snap.tsecr,
+                },
+            };
+            let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
+            self.acks.pop();
+            self.last_ack_sent = snap.ack;
+            return Ok(Some((b, snap.reason)));
         }
+        if !self.fin_due {
+            return Ok(None);
+        }
+        // Our FIN (first or retransmitted) carries an ACK of everything received: it is
+        // an ACK sent now (`tcp_send_fin` -> `tcp_transmit_skb` -> `tcp_event_ack_sent`).
+        let window = self.select_window();
         let mut blocks: ArrayVec<SackBlock, MAX_SACK_BLOCKS> = ArrayVec::new();
         if self.sack_ok {
             let max = self.tmpl.max_sack_blocks();
-            if let Some(d) = self.dsack {
-                blocks.push(d);
-            }
-            for b in &self.sack {
-                if blocks.len() >= max {
-                    break;
-                }
+            for b in self.dsack.iter().chain(self.sack.iter()).take(max) {
                 blocks.push(*b);
             }
         }
         let mut opt = [0u8; 36];
         let n = sack_option(&blocks, &mut opt);
         let f = TcpFields {
-            seq,
+            seq: self.iss + 1,
             ack: self.rcv_nxt,
-            flags,
+            flags: TcpFlags::ACK | TcpFlags::FIN,
             window,
             ts: Timestamp {
                 tsval: self.ts_now(now),
@@ -829,18 +919,17 @@ impl<B: PacketBuf> Conn<B> {
             },
         };
         let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-        if self.fin_due {
-            self.fin_due = false;
-            if !self.fin_sent {
-                self.fin_sent = true;
-                self.snd_nxt = self.iss + 2;
-            }
+        self.fin_due = false;
+        self.last_ack_sent = self.rcv_nxt;
+        if !self.fin_sent {
+            self.fin_sent = true;
+            self.snd_nxt = self.iss + 2;
         }
         self.rcv_wup = self.rcv_nxt;
-        self.rcv_wnd_last = self.rcv_window_now();
+        self.free_edge = self.rcv_nxt + self.free_space() as usize;
         self.dsack = None;
         self.ack.on_ack_sent();
-        Ok(Some((b, reason)))
+        Ok(Some((b, AckReason::Fin)))
     }
 
     /// `true` when the connection is gone and nothing more is owed.

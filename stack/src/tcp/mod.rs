@@ -63,6 +63,12 @@ pub struct TcpConfig {
     pub ooo_core_slices: usize,
     /// Payload slices one connection's receive queue holds (allocated at set-up).
     pub rxq_slices: usize,
+    /// ACKs one connection may have decided and not yet sent (allocated at set-up). Every
+    /// decision to ACK now yields its own frame, as in Linux; beyond this many in one loop
+    /// iteration the oldest are merged into a stretch ACK and counted in
+    /// [`AckStats::merged`]. 32 holds the one-ACK-per-two-segments of a 64-frame burst
+    /// from one flow with GRO off.
+    pub ack_queue: usize,
     /// Seed of the keyed hash behind ISNs and SYN cookies. Use a random value in
     /// production.
     pub seed: u64,
@@ -92,6 +98,7 @@ impl Default for TcpConfig {
             ooo_core_bytes: 16 << 20,
             ooo_core_slices: 16 * 1024,
             rxq_slices: 512,
+            ack_queue: 32,
             seed: 0x7765_6972,
             synack_retries: 5,
             fin_retries: 6,
@@ -445,7 +452,6 @@ pub struct Tcp<B> {
     half: Table<HalfOpen>,
     ctl: VecDeque<Ctl>,
     ctx: Ctx<B>,
-    ack_stats: AckStats,
     last_overflow: Option<Instant>,
     rcv_wscale: u8,
 }
@@ -466,6 +472,7 @@ impl<B: PacketBuf> Tcp<B> {
             ctx: Ctx {
                 ooo: OooPool::new(cfg.ooo_core_slices, cfg.ooo_core_bytes),
                 stats: TcpStats::default(),
+                ack_stats: AckStats::default(),
                 events: VecDeque::with_capacity(cfg.max_conns * 4 + 16),
                 events_cap: cfg.max_conns * 4 + 16,
                 due: VecDeque::with_capacity(cfg.max_conns + 1),
@@ -474,7 +481,6 @@ impl<B: PacketBuf> Tcp<B> {
                 challenge_window: Instant::ZERO,
                 challenge_count: 0,
             },
-            ack_stats: AckStats::default(),
             last_overflow: None,
             rcv_wscale: ws,
             cfg,
@@ -501,7 +507,7 @@ impl<B: PacketBuf> Tcp<B> {
     }
     /// Segments sent, by reason.
     pub fn ack_stats(&self) -> &AckStats {
-        &self.ack_stats
+        &self.ctx.ack_stats
     }
     /// Established (or closing) connections.
     pub fn conn_count(&self) -> usize {
@@ -662,23 +668,23 @@ impl<B: PacketBuf> Tcp<B> {
                 continue;
             };
             let mut stop = false;
-            // A connection owes at most a RST, then a FIN or ACK.
-            for _ in 0..2 {
+            // A connection owes at most a RST, its queued ACKs (bounded) and a FIN.
+            loop {
                 if out.is_full() {
                     stop = true;
                     break;
                 }
                 match c.build(now, pool, tx_csum_offload) {
                     Ok(Some((b, r))) => {
-                        self.ack_stats.count(r);
+                        self.ctx.ack_stats.count(r);
                         if tx_csum_offload {
-                            self.ack_stats.tx_csum_offloaded += 1;
+                            self.ctx.ack_stats.tx_csum_offloaded += 1;
                         }
                         out.push(b);
                     }
                     Ok(None) => break,
                     Err(()) => {
-                        self.ack_stats.alloc_failures += 1;
+                        self.ctx.ack_stats.alloc_failures += 1;
                         stop = true;
                         break;
                     }
@@ -721,12 +727,12 @@ impl<B: PacketBuf> Tcp<B> {
             };
             match tmpl.build(pool, &f, &opts[..n], tx_csum_offload) {
                 Some(b) => {
-                    self.ack_stats.count(ctl.reason);
+                    self.ctx.ack_stats.count(ctl.reason);
                     out.push(b);
                     self.ctl.pop_front();
                 }
                 None => {
-                    self.ack_stats.alloc_failures += 1;
+                    self.ctx.ack_stats.alloc_failures += 1;
                     break;
                 }
             }
@@ -1052,6 +1058,7 @@ impl<B: PacketBuf> Tcp<B> {
             ttl: self.cfg.ttl,
             ooo_limit: self.cfg.ooo_conn_bytes,
             rxq_slices: self.cfg.rxq_slices,
+            ack_queue: self.cfg.ack_queue.clamp(1, 1024),
             fin_retries: self.cfg.fin_retries,
             time_wait: self.cfg.time_wait,
         };
