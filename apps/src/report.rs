@@ -22,7 +22,10 @@ pub struct DigestRecord {
 /// Rates between two snapshots `dt` seconds apart, as one terminal line.
 pub fn live_line(elapsed_s: f64, prev: &Stats, cur: &Stats, dt: f64) -> String {
     let dt = if dt > 0.0 { dt } else { 1.0 };
-    let bytes = cur.tcp.bytes_in_order.saturating_sub(prev.tcp.bytes_in_order);
+    let bytes = cur
+        .tcp
+        .bytes_in_order
+        .saturating_sub(prev.tcp.bytes_in_order);
     let segs = cur.gro.segments_in.saturating_sub(prev.gro.segments_in);
     let units = cur.gro.units_out.saturating_sub(prev.gro.units_out);
     let data_segs = cur
@@ -64,6 +67,12 @@ pub fn stats_json(s: &Stats) -> Value {
     } else {
         s.lp.busy_iterations as f64 / s.lp.iterations as f64
     };
+    let i = &s.impair;
+    let impairment = json!({
+        "offered": i.offered, "dropped": i.dropped, "duplicated": i.duplicated,
+        "reordered": i.reordered, "corrupted": i.corrupted, "overflow": i.overflow,
+        "delivered": i.delivered,
+    });
     let cycles_per_segment = if s.gro.segments_in == 0 {
         0.0
     } else {
@@ -104,6 +113,8 @@ pub fn stats_json(s: &Stats) -> Value {
         "loop_busy_fraction": busy_fraction,
         "busy_cycles_per_segment": cycles_per_segment,
         "ooo_bytes_held": s.ooo_bytes_held,
+        "mbufs_in_use": s.lp.mbufs_in_use,
+        "impairment": impairment,
     })
 }
 

@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use stack::ack::AckPolicy;
 use stack::driver::{Burst, RxQueue, TxQueue};
 use stack::gro::GroConfig;
+use stack::impair::{ImpairConfig, Impairment};
 use stack::pipeline::{Pipeline, PipelineConfig};
 use stack::stats::Stats;
 use stack::tcp::{ConnId, Event, TcpConfig};
@@ -111,6 +112,11 @@ pub struct SinkArgs {
     /// the lab: rates over any window).
     #[arg(long, value_name = "FILE")]
     pub stats_log: Option<PathBuf>,
+    /// Impair received frames before the pipeline (this kernel has no netem), e.g.
+    /// `loss=1%,reorder=5%,dup=1%,corrupt=0.1%,reorder-delay=200us,seed=7`. Seeded and
+    /// reproducible; a corrupted frame keeps its old checksums, so weir must catch it.
+    #[arg(long, value_name = "SPEC", value_parser = parse_impair)]
+    pub impair: Option<(ImpairConfig, Option<u64>)>,
     /// Baseline mode: receive and free every frame, no stack at all (nothing is answered,
     /// so only traffic that needs no replies flows, e.g. UDP to a static neighbor entry).
     #[arg(long)]
@@ -118,6 +124,10 @@ pub struct SinkArgs {
     /// Name of the tap interface the embedded default creates (ignored with EAL options).
     #[arg(long, value_name = "NAME", default_value = "weirtap0")]
     pub tap_iface: String,
+}
+
+fn parse_impair(s: &str) -> std::result::Result<(ImpairConfig, Option<u64>), String> {
+    ImpairConfig::parse(s)
 }
 
 fn parse_policy(s: &str) -> std::result::Result<AckPolicy, String> {
@@ -132,7 +142,11 @@ impl SinkArgs {
         if v4 > 1 || v6 > 1 {
             bail!("--ip: give at most one IPv4 and one IPv6 address");
         }
-        if let Some(ip) = self.ip.iter().find(|a| a.is_unspecified() || a.is_multicast()) {
+        if let Some(ip) = self
+            .ip
+            .iter()
+            .find(|a| a.is_unspecified() || a.is_multicast())
+        {
             bail!("--ip {ip}: weir needs a unicast address");
         }
         if let Some(d) = self.duration {
@@ -219,6 +233,7 @@ struct CoreCtx {
     cfg: PipelineConfig,
     digest: bool,
     drop_only: bool,
+    impair: Option<(ImpairConfig, Option<u64>)>,
     stop: Arc<AtomicBool>,
     deadline_ns: Option<u64>,
     snapshots: Arc<ArrayQueue<(u16, Stats)>>,
@@ -315,6 +330,29 @@ impl SinkApp {
     }
 }
 
+/// A copy of `m` from `pool` (the duplicate the impairment delivers), or `None` when the
+/// pool is empty. Its RX checksum verdicts are unknown: the stack verifies it itself.
+fn copy_mbuf(pool: Mempool, m: &Mbuf) -> Option<Mbuf> {
+    let mut c = pool.alloc_len(m.data().len())?;
+    c.data_mut().copy_from_slice(m.data());
+    c.set_port(m.port().unwrap_or(0));
+    Some(c)
+}
+
+/// Changes one byte past the Ethernet header (so IPv4's or TCP's checksum must catch it)
+/// and forgets the NIC's checksum verdicts, as a frame damaged on the wire would look to
+/// a NIC that did not check it.
+fn corrupt_mbuf(m: &mut Mbuf, r: u64) -> bool {
+    let d = m.data_mut();
+    if d.len() <= 14 {
+        return false;
+    }
+    let i = 14 + (r as usize) % (d.len() - 14);
+    d[i] ^= 1 + ((r >> 32) % 255) as u8;
+    m.clear_rx_checksum();
+    true
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -336,12 +374,28 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
     let mut last_publish = Clock::cycles();
     let mut lp = stack::stats::LoopStats::default();
     let mut drop_stats = stack::stats::PipelineStats::default();
+    let mut impair = c.impair.map(|(cfg, seed)| {
+        Impairment::<Mbuf>::new(cfg, seed.unwrap_or(0x5eed) ^ u64::from(c.queue))
+    });
+    let imp_pool = c.pool.mempool();
     let deadline = c.deadline_ns.map(Instant::from_nanos);
     let mut now;
     loop {
         let t0 = Clock::cycles();
         now = c.clock.instant_at(t0);
-        let n = c.rx.rx_burst(&mut rx);
+        let mut n = c.rx.rx_burst(&mut rx);
+        if let Some(imp) = impair.as_mut() {
+            for b in rx.drain(..) {
+                imp.push_with(now, b, |m| copy_mbuf(imp_pool, m), corrupt_mbuf);
+            }
+            while !rx.is_full() {
+                match imp.pop_ready(now) {
+                    Some(b) => rx.push(b),
+                    None => break,
+                }
+            }
+            n = rx.len();
+        }
         if c.drop_only {
             for b in rx.drain(..) {
                 drop_stats.rx_packets += 1;
@@ -370,6 +424,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
             let mut s = p.stats();
             if c.drop_only {
                 s.pipeline = drop_stats.clone();
+            }
+            if let Some(imp) = &impair {
+                s.impair = imp.stats();
             }
             s.lp = lp.clone();
             s.lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
@@ -401,7 +458,12 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         lp.tx_dropped += out.len() as u64;
         out.clear();
     }
+    // Frames still held by the impairment are dropped (freed) here, before the pool is
+    // checked; they count as delivered nowhere.
     let mut stats = p.stats();
+    if let Some(imp) = impair.take() {
+        stats.impair = imp.stats();
+    }
     if c.drop_only {
         stats.pipeline = drop_stats;
     }
@@ -517,6 +579,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             cfg: cfg.clone(),
             digest: args.digest,
             drop_only: args.drop,
+            impair: args.impair,
             stop: stop.clone(),
             deadline_ns,
             snapshots: snapshots.clone(),
@@ -636,10 +699,16 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
     total.lp.mbufs_in_use = in_use;
     println!("{}", report::summary(&total, in_use, elapsed));
     if let Some(path) = &args.stats_json {
-        let v = report::final_json(&total, &stats, &digests, in_use, elapsed, args.settings_json());
+        let v = report::final_json(
+            &total,
+            &stats,
+            &digests,
+            in_use,
+            elapsed,
+            args.settings_json(),
+        );
         let text = serde_json::to_string_pretty(&v)?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

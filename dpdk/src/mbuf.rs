@@ -234,6 +234,56 @@ impl Mbuf {
         PacketType(unsafe { self.m().__bindgen_anon_1.packet_type })
     }
 
+    /// Sets the packet type, as a driver that classifies packets does on receive. DPDK's
+    /// `rte_gro` dispatches on it (`IS_IPV4_TCP_PKT`).
+    pub fn set_packet_type(&mut self, t: PacketType) {
+        self.m_mut().__bindgen_anon_1.packet_type = t.0;
+    }
+
+    /// Sets the header lengths (`l2_len`, `l3_len`, `l4_len` of `tx_offload`). TX
+    /// offloads read them, and so does DPDK's `rte_gro`, which finds headers by them
+    /// instead of parsing (its programmer's guide asks the application to fill them in).
+    pub fn set_header_lens(&mut self, l2: u8, l3: u16, l4: u8) {
+        let m = self.m_mut();
+        // SAFETY: tx_offload's bit-field view is plain integers; writing it is always valid.
+        let tx = unsafe { &mut m.__bindgen_anon_3.__bindgen_anon_1 };
+        tx.set_l2_len(u64::from(l2));
+        tx.set_l3_len(u64::from(l3));
+        tx.set_l4_len(u64::from(l4));
+    }
+
+    /// The header lengths set by [`Mbuf::set_header_lens`] (or a driver): `(l2, l3, l4)`.
+    pub fn header_lens(&self) -> (u8, u16, u8) {
+        // SAFETY: tx_offload's bit-field view is plain integers; reading it is always valid.
+        let tx = unsafe { &self.m().__bindgen_anon_3.__bindgen_anon_1 };
+        (tx.l2_len() as u8, tx.l3_len() as u16, tx.l4_len() as u8)
+    }
+
+    /// Records RX checksum verdicts in the offload flags, as a NIC with RX checksum
+    /// offload does ([`Mbuf::rx_checksum`] reads them back; `Unknown` clears them).
+    pub fn set_rx_checksum(&mut self, c: RxChecksum) {
+        let bits = |s: ChecksumStatus, good: u32, bad: u32| match s {
+            ChecksumStatus::Good => u64::from(good),
+            ChecksumStatus::Bad => u64::from(bad),
+            ChecksumStatus::Unknown => 0,
+        };
+        let mask = u64::from(
+            dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK | dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK,
+        );
+        let m = self.m_mut();
+        m.ol_flags = (m.ol_flags & !mask)
+            | bits(
+                c.ip,
+                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD,
+            )
+            | bits(
+                c.l4,
+                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
+            );
+    }
+
     /// The NIC's RX checksum verdicts. DPDK's "NONE" status (checksum field not filled
     /// in but the data verified, e.g. virtio/tap carrying a local sender's
     /// CHECKSUM_PARTIAL packet) counts as good.
@@ -257,6 +307,15 @@ impl Mbuf {
                 dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
             ),
         }
+    }
+
+    /// Forgets the NIC's RX checksum verdicts (both become "unknown", so the stack
+    /// verifies in software) — what a frame changed after reception needs, e.g. one the
+    /// impairment stage corrupted.
+    pub fn clear_rx_checksum(&mut self) {
+        let mask = u64::from(dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK)
+            | u64::from(dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK);
+        self.m_mut().ol_flags &= !mask;
     }
 
     /// Sets the TX checksum offload flags and header lengths unconditionally (the caller

@@ -52,6 +52,72 @@ pub struct ImpairConfig {
     pub delay: Duration,
     /// Longest extra delay of a reordered frame (uniform in `0..=reorder_delay`).
     pub reorder_delay: Duration,
+    /// Probability that a frame is corrupted (one byte changed, checksums left as they
+    /// were, so the receiver's checksum check must catch it). Applies only through
+    /// [`Impairment::push_with`], which knows how to change a frame.
+    pub corrupt_ppm: u32,
+    /// Most frames held at once (0: no limit); beyond it a frame is dropped and counted
+    /// in [`ImpairStats::overflow`], so the stage's memory is bounded.
+    pub max_held: usize,
+}
+
+impl ImpairConfig {
+    /// Parses `loss=1%,reorder=5%,dup=1%,corrupt=0.1%,delay=50us,reorder-delay=200us,max-held=65536`
+    /// (any subset, any order; percentages or `ppm` suffixed counts; times in ns, us, ms
+    /// or s). Unset fields are zero except `reorder-delay` (200 µs) and `max-held`
+    /// (65,536). Returns the configuration and the `seed=N` value if one is given.
+    pub fn parse(spec: &str) -> Result<(ImpairConfig, Option<u64>), String> {
+        let mut c = ImpairConfig {
+            reorder_delay: Duration::from_micros(200),
+            max_held: 65_536,
+            ..ImpairConfig::default()
+        };
+        let mut seed = None;
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("impairment '{part}': expected key=value"))?;
+            let bad = |what: &str| format!("impairment '{part}': {what}");
+            match k {
+                "loss" => c.loss_ppm = ppm(v).ok_or_else(|| bad("expected a percentage like 1% or 500ppm"))?,
+                "dup" => c.dup_ppm = ppm(v).ok_or_else(|| bad("expected a percentage like 1% or 500ppm"))?,
+                "reorder" => c.reorder_ppm = ppm(v).ok_or_else(|| bad("expected a percentage like 5% or 500ppm"))?,
+                "corrupt" => c.corrupt_ppm = ppm(v).ok_or_else(|| bad("expected a percentage like 0.1% or 500ppm"))?,
+                "delay" => c.delay = time(v).ok_or_else(|| bad("expected a time like 50us"))?,
+                "reorder-delay" => c.reorder_delay = time(v).ok_or_else(|| bad("expected a time like 200us"))?,
+                "max-held" => c.max_held = v.parse().map_err(|_| bad("expected a count"))?,
+                "seed" => seed = Some(v.parse().map_err(|_| bad("expected an integer"))?),
+                _ => return Err(format!("impairment '{part}': unknown key '{k}' (loss, dup, reorder, corrupt, delay, reorder-delay, max-held, seed)")),
+            }
+        }
+        Ok((c, seed))
+    }
+}
+
+fn ppm(v: &str) -> Option<u32> {
+    let n = if let Some(p) = v.strip_suffix('%') {
+        p.parse::<f64>().ok().map(|x| x * 10_000.0)?
+    } else {
+        v.strip_suffix("ppm")?.parse::<f64>().ok()?
+    };
+    (n.is_finite() && (0.0..=1_000_000.0).contains(&n)).then_some(n.round() as u32)
+}
+
+fn time(v: &str) -> Option<Duration> {
+    let (num, mult) = if let Some(x) = v.strip_suffix("ns") {
+        (x, 1)
+    } else if let Some(x) = v.strip_suffix("us") {
+        (x, 1_000)
+    } else if let Some(x) = v.strip_suffix("ms") {
+        (x, 1_000_000)
+    } else if let Some(x) = v.strip_suffix('s') {
+        (x, 1_000_000_000)
+    } else {
+        (v, 1)
+    };
+    num.parse::<u64>()
+        .ok()
+        .map(|n| Duration::from_nanos(n.saturating_mul(mult)))
 }
 
 /// Counters of what the impairment did.
@@ -67,6 +133,10 @@ pub struct ImpairStats {
     pub reordered: u64,
     /// Frames delivered.
     pub delivered: u64,
+    /// Frames corrupted.
+    pub corrupted: u64,
+    /// Frames dropped because `max_held` frames were already held.
+    pub overflow: u64,
 }
 
 struct Held<F> {
@@ -93,8 +163,8 @@ impl<F> Ord for Held<F> {
     }
 }
 
-/// A one-way impairment stage: frames go in with [`Impairment::push`] and come out, when
-/// due, from [`Impairment::pop_ready`].
+/// A one-way impairment stage: frames go in with [`Impairment::push`] (or
+/// [`Impairment::push_with`]) and come out, when due, from [`Impairment::pop_ready`].
 pub struct Impairment<F> {
     cfg: ImpairConfig,
     rng: Rng,
@@ -104,6 +174,13 @@ pub struct Impairment<F> {
 }
 
 impl<F: Clone> Impairment<F> {
+    /// Offers a frame sent at `now` (duplicates are clones; no corruption).
+    pub fn push(&mut self, now: Instant, frame: F) {
+        self.push_with(now, frame, |f| Some(f.clone()), |_, _| false);
+    }
+}
+
+impl<F> Impairment<F> {
     /// A stage with `cfg`, seeded with `seed`.
     pub fn new(cfg: ImpairConfig, seed: u64) -> Self {
         Impairment {
@@ -115,17 +192,33 @@ impl<F: Clone> Impairment<F> {
         }
     }
 
-    /// Offers a frame sent at `now`.
-    pub fn push(&mut self, now: Instant, frame: F) {
+    /// Offers a frame sent at `now`. `dup` makes a copy (or `None` when it cannot, e.g.
+    /// no buffer left: the duplicate is then skipped); `corrupt` changes the frame using
+    /// the random value it is given and returns whether it did.
+    pub fn push_with(
+        &mut self,
+        now: Instant,
+        mut frame: F,
+        mut dup: impl FnMut(&F) -> Option<F>,
+        mut corrupt: impl FnMut(&mut F, u64) -> bool,
+    ) {
         self.stats.offered += 1;
         if self.rng.chance_ppm(self.cfg.loss_ppm) {
             self.stats.dropped += 1;
             return;
         }
+        if self.rng.chance_ppm(self.cfg.corrupt_ppm) {
+            let r = self.rng.next_u64();
+            if corrupt(&mut frame, r) {
+                self.stats.corrupted += 1;
+            }
+        }
         if self.rng.chance_ppm(self.cfg.dup_ppm) {
-            self.stats.duplicated += 1;
-            let at = self.arrival(now);
-            self.hold(at, frame.clone());
+            if let Some(copy) = dup(&frame) {
+                self.stats.duplicated += 1;
+                let at = self.arrival(now);
+                self.hold(at, copy);
+            }
         }
         let at = self.arrival(now);
         self.hold(at, frame);
@@ -144,6 +237,10 @@ impl<F: Clone> Impairment<F> {
     }
 
     fn hold(&mut self, at: Instant, frame: F) {
+        if self.cfg.max_held != 0 && self.held.len() >= self.cfg.max_held {
+            self.stats.overflow += 1;
+            return;
+        }
         self.order += 1;
         self.held.push(Held {
             at,
@@ -188,6 +285,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parses_specs_and_rejects_bad_ones() {
+        let (c, seed) = ImpairConfig::parse("loss=1%,reorder=5%,dup=1%,corrupt=500ppm,seed=7")
+            .expect("valid spec");
+        assert_eq!(
+            (c.loss_ppm, c.reorder_ppm, c.dup_ppm, c.corrupt_ppm),
+            (10_000, 50_000, 10_000, 500)
+        );
+        assert_eq!(seed, Some(7));
+        assert_eq!(c.reorder_delay, Duration::from_micros(200));
+        assert!(ImpairConfig::parse("loss=150%").is_err());
+        assert!(ImpairConfig::parse("jitter=1ms").is_err());
+        assert!(ImpairConfig::parse("loss").is_err());
+        let (c, _) = ImpairConfig::parse("delay=2ms,reorder-delay=30us").expect("times");
+        assert_eq!(c.delay, Duration::from_millis(2));
+        assert_eq!(c.reorder_delay, Duration::from_micros(30));
+    }
+
+    #[test]
+    fn bounded_by_max_held() {
+        let cfg = ImpairConfig {
+            delay: Duration::from_millis(1),
+            max_held: 10,
+            ..ImpairConfig::default()
+        };
+        let mut imp = Impairment::new(cfg, 1);
+        for i in 0..100u32 {
+            imp.push(Instant::ZERO, i);
+        }
+        assert_eq!(imp.len(), 10);
+        assert_eq!(imp.stats().overflow, 90);
+    }
+
+    #[test]
     fn reproducible_and_counts_add_up() {
         let cfg = ImpairConfig {
             loss_ppm: 100_000,
@@ -195,6 +325,7 @@ mod tests {
             reorder_ppm: 200_000,
             delay: Duration::from_micros(10),
             reorder_delay: Duration::from_micros(100),
+            ..ImpairConfig::default()
         };
         let run = |seed| {
             let mut imp = Impairment::new(cfg, seed);

@@ -25,8 +25,8 @@ use crate::stats::{PipelineStats, Stats};
 use crate::tcp::{Tcp, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::wire::{
-    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse, ArpRequest, IcmpEcho,
-    LocalAddrs, NeighborSolicit, ParseStats, Parsed,
+    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse_into, ArpRequest, DropReason,
+    IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats, Parsed,
 };
 
 /// Replies (ARP, ICMP echo, neighbor advertisement) waiting for `poll_tx`. A burst of
@@ -66,6 +66,7 @@ pub struct Pipeline<B> {
     gro: Option<Gro<B>>,
     tcp: Tcp<B>,
     ctl: ArrayVec<Ctl<B>, CTL_QUEUE>,
+    parsed: Parsed,
     parse_stats: ParseStats,
     stats: PipelineStats,
     tx_csum_offload: bool,
@@ -83,6 +84,7 @@ impl<B: PacketBuf> Pipeline<B> {
             gro: cfg.gro.map(Gro::new),
             tcp,
             ctl: ArrayVec::new(),
+            parsed: Parsed::Drop(DropReason::TruncatedEthernet),
             parse_stats: ParseStats::default(),
             stats: PipelineStats::default(),
             tx_csum_offload: cfg.tx_csum_offload,
@@ -102,19 +104,20 @@ impl<B: PacketBuf> Pipeline<B> {
                 self.stats.nonlinear_drops += 1;
                 continue;
             }
-            let parsed = parse(buf.data(), buf.rx_checksum(), &self.local);
-            self.parse_stats.record(&parsed);
-            match parsed {
+            // Parsed in place: a TcpMeta is ~170 bytes, not worth moving per packet.
+            parse_into(buf.data(), buf.rx_checksum(), &self.local, &mut self.parsed);
+            self.parse_stats.record(&self.parsed);
+            match &self.parsed {
                 Parsed::Tcp(meta) => match &mut self.gro {
-                    Some(gro) => gro.handle_segment(now, &meta, buf, &mut deliver),
-                    None => deliver(Segment::from_meta(&meta, buf, now)),
+                    Some(gro) => gro.handle_segment(now, meta, buf, &mut deliver),
+                    None => deliver(Segment::from_meta(meta, buf, now)),
                 },
-                Parsed::ArpRequest(r) => push_ctl(&mut self.ctl, &mut self.stats, Ctl::Arp(r)),
+                Parsed::ArpRequest(r) => push_ctl(&mut self.ctl, &mut self.stats, Ctl::Arp(*r)),
                 Parsed::IcmpEcho(e) => {
-                    push_ctl(&mut self.ctl, &mut self.stats, Ctl::Echo(e, buf));
+                    push_ctl(&mut self.ctl, &mut self.stats, Ctl::Echo(*e, buf));
                 }
                 Parsed::NeighborSolicit(n) => {
-                    push_ctl(&mut self.ctl, &mut self.stats, Ctl::Neighbor(n));
+                    push_ctl(&mut self.ctl, &mut self.stats, Ctl::Neighbor(*n));
                 }
                 Parsed::Drop(_) => {}
             }
@@ -204,13 +207,18 @@ impl<B: PacketBuf> Pipeline<B> {
         Stats {
             pipeline: self.stats.clone(),
             parse: self.parse_stats.clone(),
-            gro: self.gro.as_ref().map(|g| g.stats().clone()).unwrap_or_default(),
+            gro: self
+                .gro
+                .as_ref()
+                .map(|g| g.stats().clone())
+                .unwrap_or_default(),
             tcp: self.tcp.stats().clone(),
             ack: self.tcp.ack_stats().clone(),
             lp: Default::default(),
             conns_open: self.tcp.conn_count() as u64,
             gro_held_runs: self.gro.as_ref().map_or(0, |g| g.held_runs() as u64),
             ooo_bytes_held: self.tcp.ooo_bytes() as u64,
+            impair: Default::default(),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::ack::AckStats;
 use crate::gro::GroStats;
+use crate::impair::ImpairStats;
 use crate::tcp::TcpStats;
 use crate::wire::ParseStats;
 
@@ -71,6 +72,8 @@ pub struct Stats {
     pub gro_held_runs: u64,
     /// Gauge: out-of-order bytes held.
     pub ooo_bytes_held: u64,
+    /// What the receive-side impairment stage did (zero when it is off).
+    pub impair: ImpairStats,
 }
 
 impl Stats {
@@ -107,6 +110,14 @@ impl Stats {
         self.conns_open += o.conns_open;
         self.gro_held_runs += o.gro_held_runs;
         self.ooo_bytes_held += o.ooo_bytes_held;
+        let i = &mut self.impair;
+        i.offered += o.impair.offered;
+        i.dropped += o.impair.dropped;
+        i.duplicated += o.impair.duplicated;
+        i.reordered += o.impair.reordered;
+        i.delivered += o.impair.delivered;
+        i.corrupted += o.impair.corrupted;
+        i.overflow += o.impair.overflow;
     }
     /// GRO segments per output unit (0 before any output).
     pub fn segments_per_unit(&self) -> f64 {
@@ -136,13 +147,16 @@ impl Stats {
             .parse
             .drops_by_reason()
             .map(|(r, n)| (format!("parse.{}", r.name()), n));
-        let tcp = self
-            .tcp
-            .drops_iter()
-            .map(|(r, n)| (format!("tcp.{r}"), n));
+        let tcp = self.tcp.drops_iter().map(|(r, n)| (format!("tcp.{r}"), n));
         let rest = [
-            ("pipeline.nonlinear".to_string(), self.pipeline.nonlinear_drops),
-            ("pipeline.ctl_queue_full".to_string(), self.pipeline.ctl_queue_full),
+            (
+                "pipeline.nonlinear".to_string(),
+                self.pipeline.nonlinear_drops,
+            ),
+            (
+                "pipeline.ctl_queue_full".to_string(),
+                self.pipeline.ctl_queue_full,
+            ),
             ("tx.queue_full".to_string(), self.lp.tx_dropped),
         ];
         parse.chain(tcp).chain(rest)

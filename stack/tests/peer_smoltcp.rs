@@ -120,6 +120,7 @@ fn run_seed(
         reorder_ppm: rng.below(50_000) as u32,
         delay: Duration::from_micros(50),
         reorder_delay: Duration::from_micros(400),
+        ..ImpairConfig::default()
     };
     if !impaired {
         impair = ImpairConfig {
