@@ -603,3 +603,52 @@ fn paws_and_ts_recent_use_first_tsval_of_coalesced_run_rfc7323_4_3_and_5_3() {
     assert_eq!(h.tcp.stats().drops(DropReason::Paws), 1);
     assert_eq!(h.read_all().len(), 14 * 1448);
 }
+
+/// Timers as data without a scan: 60 connections each arm a delayed-ACK timer
+/// (`tcp_send_delayed_ack`, 40 ms) at staggered times; each fires at its own deadline, not
+/// before, and the timers of the handshakes (SYN-ACK retransmission, cancelled when the
+/// connection opened) fire nothing.
+#[test]
+fn delayed_ack_timers_of_many_connections_fire_at_their_deadlines() {
+    let mut h = H::with_cfg(cfg(), AckPolicy::linux());
+    let mut peers = Vec::new();
+    for p in 0..60u16 {
+        h.flow.sport = 2000 + p;
+        h.snd_nxt = SeqNumber(1000);
+        h.handshake(SynOpts::all());
+        // Spend the quickack credit so the next sub-MSS segment is delayed.
+        for _ in 0..16 {
+            h.data(100, 100, false);
+        }
+        h.read_all();
+        let _ = h.tx();
+        peers.push((h.flow, h.our_nxt, h.snd_nxt));
+    }
+    let t0 = h.now;
+    for (i, (flow, our, nxt)) in peers.iter().enumerate() {
+        h.flow = *flow;
+        h.our_nxt = *our;
+        h.snd_nxt = *nxt;
+        h.now = t0 + Duration::from_millis(i as u64);
+        h.data(100, 100, false);
+    }
+    assert!(h.tx().is_empty(), "all delayed");
+    let before = h.acks(AckReason::DelayedTimer);
+    let mut fired = 0;
+    for ms in 0..=120u64 {
+        h.now = t0 + Duration::from_millis(ms);
+        h.tcp.handle_timeout(h.now);
+        let n = h.tx().len();
+        if ms < 40 {
+            assert_eq!(n, 0, "nothing before 40 ms ({ms})");
+        }
+        fired += n;
+    }
+    assert_eq!(fired, 60);
+    assert_eq!(h.acks(AckReason::DelayedTimer), before + 60);
+    // poll_timeout may be early (cancelled SYN-ACK timers are dropped lazily), never late.
+    h.now = t0 + Duration::from_secs(10);
+    h.tcp.handle_timeout(h.now);
+    assert!(h.tx().is_empty());
+    assert_eq!(h.tcp.poll_timeout(), None, "nothing left armed");
+}

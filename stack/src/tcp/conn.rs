@@ -12,6 +12,7 @@ use arrayvec::ArrayVec;
 
 use super::ooo::{OooPool, OooQueue, OooReject};
 use super::table::Keyed;
+use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::{sack_option, AckTemplate, TcpFields};
 use crate::ack::{AckPush, AckQueue, AckReason, AckSnapshot, AckState, AckStats, SndCheck};
@@ -33,7 +34,7 @@ pub(crate) struct Ctx<B> {
     pub(crate) events: VecDeque<Event>,
     pub(crate) events_cap: usize,
     pub(crate) due: VecDeque<(u32, u32)>,
-    pub(crate) next_deadline: Instant,
+    pub(crate) timers: Timers,
     pub(crate) challenge_limit: u32,
     pub(crate) challenge_window: Instant,
     pub(crate) challenge_count: u32,
@@ -46,13 +47,6 @@ impl<B> Ctx<B> {
             return;
         }
         self.events.push_back(e);
-    }
-    pub(crate) fn note_deadline(&mut self, d: Option<Instant>) {
-        if let Some(d) = d {
-            if d < self.next_deadline {
-                self.next_deadline = d;
-            }
-        }
     }
     /// RFC 5961 §7: a per-core limit on challenge ACKs (Linux `tcp_challenge_ack_limit`).
     fn challenge_allowed(&mut self, now: Instant) -> bool {
@@ -314,7 +308,8 @@ impl<B: PacketBuf> Conn<B> {
         if !self.acks.is_empty() || self.fin_due || self.rst_due {
             self.mark_due(ctx);
         }
-        ctx.note_deadline(self.deadline());
+        ctx.timers
+            .arm(Kind::Conn, self.id.slot, self.id.gen, self.deadline());
     }
 
     /// `tcp_send_ack` at the moment of the decision: the ACK number, window (through

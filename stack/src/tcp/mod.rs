@@ -23,6 +23,7 @@ mod conn;
 pub(crate) mod cookie;
 mod ooo;
 mod table;
+mod timer;
 
 use std::collections::VecDeque;
 
@@ -42,6 +43,7 @@ use conn::{Conn, ConnParams, Ctx};
 use cookie::SipKey;
 use ooo::OooPool;
 use table::{Keyed, Table};
+use timer::{Kind, Timers};
 
 /// Configuration of one core's TCP.
 #[derive(Clone, Debug)]
@@ -476,7 +478,7 @@ impl<B: PacketBuf> Tcp<B> {
                 events: VecDeque::with_capacity(cfg.max_conns * 4 + 16),
                 events_cap: cfg.max_conns * 4 + 16,
                 due: VecDeque::with_capacity(cfg.max_conns + 1),
-                next_deadline: Instant::NEVER,
+                timers: Timers::new(cfg.max_conns, cfg.max_half_open),
                 challenge_limit: cfg.challenge_ack_limit,
                 challenge_window: Instant::ZERO,
                 challenge_count: 0,
@@ -599,46 +601,60 @@ impl<B: PacketBuf> Tcp<B> {
     /// The earliest timer deadline (may be early: a cancelled timer is noticed only when
     /// [`Tcp::handle_timeout`] runs). `None` when no timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        (self.ctx.next_deadline != Instant::NEVER).then_some(self.ctx.next_deadline)
+        self.ctx.timers.next_deadline()
     }
 
-    /// Fires every timer that is due at `now`.
+    /// Fires every timer that is due at `now`: O(expired · log n), no walk over the
+    /// tables (see `timer`).
     pub fn handle_timeout(&mut self, now: Instant) {
-        if now < self.ctx.next_deadline {
+        // Handlers re-arm only for later deadlines; the budget makes sure a handler that
+        // did not would wait for the next call instead of spinning here.
+        let mut budget = self.ctx.timers.len();
+        while budget > 0 {
+            budget -= 1;
+            let Some(f) = self.ctx.timers.pop_due(now) else {
+                break;
+            };
+            match f.kind {
+                Kind::Conn => {
+                    let Some(c) = self.conns.get_gen_mut(f.slot, f.gen) else {
+                        continue;
+                    };
+                    // Fires what is due and re-arms the rest (after_input).
+                    c.handle_timeout(now, &mut self.ctx);
+                    if c.reapable() {
+                        self.free_conn(f.slot);
+                    }
+                }
+                Kind::Half => self.half_open_timeout(now, f.slot, f.gen),
+            }
+        }
+    }
+
+    /// SYN-ACK retransmission with exponential backoff (RFC 6298 §5.5, Linux
+    /// `tcp_synack_retries`), or the entry is dropped.
+    fn half_open_timeout(&mut self, now: Instant, slot: u32, gen: u32) {
+        if self.half.gen(slot) != gen {
             return;
         }
-        self.ctx.next_deadline = Instant::NEVER;
-        for i in 0..self.conns.capacity() as u32 {
-            if let Some(c) = self.conns.get_mut(i) {
-                match c.deadline() {
-                    Some(d) if d <= now => c.handle_timeout(now, &mut self.ctx),
-                    d => self.ctx.note_deadline(d),
-                }
-                if c.reapable() {
-                    self.free_conn(i);
-                }
-            }
+        let Some(h) = self.half.get_mut(slot) else {
+            return;
+        };
+        if h.deadline > now {
+            let d = h.deadline;
+            self.ctx.timers.arm(Kind::Half, slot, gen, Some(d));
+            return;
         }
-        for i in 0..self.half.capacity() as u32 {
-            let Some(h) = self.half.get_mut(i) else {
-                continue;
-            };
-            if h.deadline > now {
-                let d = h.deadline;
-                self.ctx.note_deadline(Some(d));
-                continue;
-            }
-            if h.retries >= self.cfg.synack_retries {
-                self.ctx.stats.dropped(DropReason::SynAckRetriesExhausted);
-                self.half.remove(i);
-                continue;
-            }
-            h.retries += 1;
-            h.deadline = now + Duration::from_nanos(SYNACK_RTO.as_nanos() << h.retries);
-            let h = h.clone();
-            self.ctx.note_deadline(Some(h.deadline));
-            self.queue_synack(now, &h);
+        if h.retries >= self.cfg.synack_retries {
+            self.ctx.stats.dropped(DropReason::SynAckRetriesExhausted);
+            self.half.remove(slot);
+            return;
         }
+        h.retries += 1;
+        h.deadline = now + Duration::from_nanos(SYNACK_RTO.as_nanos() << h.retries);
+        let h = h.clone();
+        self.ctx.timers.arm(Kind::Half, slot, gen, Some(h.deadline));
+        self.queue_synack(now, &h);
     }
 
     fn free_conn(&mut self, slot: u32) {
@@ -696,7 +712,7 @@ impl<B: PacketBuf> Tcp<B> {
             c.queued = false;
             let reap = c.reapable();
             let d = c.deadline();
-            self.ctx.note_deadline(d);
+            self.ctx.timers.arm(Kind::Conn, slot, gen, d);
             self.ctx.due.pop_front();
             if reap {
                 self.free_conn(slot);
@@ -895,9 +911,11 @@ impl<B: PacketBuf> Tcp<B> {
             retries: 0,
             deadline: now + SYNACK_RTO,
         };
-        self.ctx.note_deadline(Some(h.deadline));
         self.queue_synack(now, &h);
-        let _ = self.half.insert(h);
+        let d = h.deadline;
+        if let Ok((slot, gen)) = self.half.insert(h) {
+            self.ctx.timers.arm(Kind::Half, slot, gen, Some(d));
+        }
     }
 
     /// RFC 4987 §3.6: answer with a SYN cookie instead of keeping state (Linux

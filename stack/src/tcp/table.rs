@@ -121,9 +121,4 @@ impl<T: Keyed> Table<T> {
         self.gens[iu] = self.gens[iu].wrapping_add(1);
         self.slots[iu].take()
     }
-
-    /// Slot indices in use (for timer scans).
-    pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
-    }
 }
