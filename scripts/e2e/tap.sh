@@ -15,65 +15,9 @@ cd "$(dirname "$0")/../.."
 IPERF_S=10 BIG_MB=200 SMALL_MB=50 CMP_S=5
 if [ "${1:-}" = "--quick" ]; then IPERF_S=3 BIG_MB=20 SMALL_MB=10 CMP_S=2; fi
 
-tapns_require
-for t in iperf socat jq ping sha256sum; do
-  command -v $t >/dev/null || die "$t is missing: run scripts/setup.sh"
-done
-SINK=target/release/weir-sink
-echo "== building weir-sink (release)"
-cargo build --release -q -p apps --bin weir-sink
-
-work=$(mktemp -d /tmp/weir-e2e.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then echo "  ok   $name"; passed=$((passed + 1)); else echo "  FAIL $name"; failed=$((failed + 1)); fi
-}
-eq() { [ "$1" = "$2" ] || { echo "       expected '$2', got '$1'" >&2; return 1; }; }
-gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }' || { echo "       expected $1 > $2" >&2; return 1; }; }
-
-# session NAME [weir-sink options...]: runs one weir-sink in a new namespace in a subshell;
-# the body to run against it is in $BODY (a function name). Results land in $work/NAME.*
-session() {
-  local name=$1; shift
-  (
-    tapns_create
-    tapns_spawn "$work/$name.log" "$SINK" --quiet --digest --port 5001 --port 5002 \
-      --stats-json "$work/$name.json" "$@"
-    local pid=$TAPNS_LAST_PID
-    tapns_wait_tap 60
-    tapns_wait_reachable "$WEIR_IP4" 30
-    "$BODY" "$name"
-    sleep 0.5
-    kill -INT "$pid"
-    wait "$pid"
-    TAPNS_PIDS=()
-  ) || { echo "  session $name failed; weir-sink log:"; tail -20 "$work/$name.log"; return 1; }
-}
-
-iperf_bytes() { # iperf_bytes NAME SECONDS DST: sends, records the bytes iperf reports
-  ip netns exec "$WEIR_NS" iperf -c "$3" -p 5001 -P 8 -t "$2" -y C >"$work/$1.iperf" 2>&1
-  awk -F, '$6 != -1 { sum += $8 } END { print sum + 0 }' "$work/$1.iperf" >"$work/$1.iperf_bytes"
-}
-
-socat_file() { # socat_file NAME MB DST-ADDRESS
-  head -c "$(($2 * 1024 * 1024))" /dev/urandom >"$work/$1.bin"
-  sha256sum "$work/$1.bin" | cut -d' ' -f1 >"$work/$1.sha"
-  ip netns exec "$WEIR_NS" socat -u "FILE:$work/$1.bin" "$3"
-  rm -f "$work/$1.bin"
-}
-
-j() { jq -r "$2" "$work/$1.json"; }
-digest_of() { j "$1" '[.digests[] | select(.local_port == 5002) | .sha256] | last // "none"'; }
-
-common_checks() { # common_checks NAME EXPECTED-IN-ORDER-BYTES
-  check "$1: tcp_bytes_in_order equals what the kernel sent" eq "$(j "$1" .tcp_bytes_in_order)" "$2"
-  check "$1: socat SHA-256 equals weir's digest" eq "$(digest_of "$1")" "$(cat "$work/$1.sha")"
-  check "$1: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$1" .mbufs_in_use_at_exit)" 0
-  check "$1: no connection left open" eq "$(j "$1" .connections_open)" 0
-  check "$1: every connection closed cleanly" eq "$(j "$1" '[.digests[] | select(.end != "closed")] | length')" 0
-}
+# shellcheck source=scripts/lib/e2e.sh
+. scripts/lib/e2e.sh
+e2e_init iperf socat jq ping sha256sum
 
 # ---- 1. iperf -P 8 for 10 s and a 200 MB socat transfer, GRO on (defaults) ----
 big() {
@@ -133,6 +77,4 @@ check "bad every:N"  bad policy "ack-policy" --ack-policy every:0
 check "bad EAL option" bad eal "EAL" --no-such-eal-option --no-pci -- --port 5001
 check "no port probed" bad noport "no Ethernet port" --no-pci --no-huge --file-prefix="weir-e2e-$$" -- --port 5001
 
-echo
-echo "e2e: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+e2e_finish

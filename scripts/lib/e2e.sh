@@ -1,0 +1,84 @@
+# shellcheck shell=bash
+# Shared pieces of the end-to-end test scripts (scripts/e2e/*.sh): a results counter,
+# one weir-sink session per network namespace, kernel-side senders, and JSON checks.
+# Source after scripts/lib/tapns.sh.
+
+SINK=${SINK:-target/release/weir-sink}
+passed=0 failed=0
+
+# e2e_init TOOLS...: fails loudly when the harness cannot run; builds weir-sink; makes $work.
+e2e_init() {
+  tapns_require
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null || die "$t is missing: run scripts/setup.sh"
+  done
+  echo "== building weir-sink (release)"
+  cargo build --release -q -p apps --bin weir-sink
+  work=$(mktemp -d /tmp/weir-e2e.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+}
+
+# check NAME COMMAND...: counts and prints one result.
+check() {
+  local name=$1; shift
+  if "$@"; then echo "  ok   $name"; passed=$((passed + 1)); else echo "  FAIL $name"; failed=$((failed + 1)); fi
+}
+eq() { [ "$1" = "$2" ] || { echo "       expected '$2', got '$1'" >&2; return 1; }; }
+gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }' || { echo "       expected $1 > $2" >&2; return 1; }; }
+
+# e2e_finish: prints the closing line and returns non-zero on any failure.
+e2e_finish() {
+  echo
+  echo "$(basename "$0" .sh): $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+# session NAME [weir-sink options...]: one weir-sink in a new namespace (in a subshell),
+# driven by the function named in $BODY (called with NAME), stopped with SIGINT. Its
+# JSON is $work/NAME.json, its log $work/NAME.log.
+session() {
+  local name=$1; shift
+  (
+    tapns_create
+    tapns_spawn "$work/$name.log" "$SINK" --quiet --digest --port 5001 --port 5002 \
+      --stats-json "$work/$name.json" "$@"
+    local pid=$TAPNS_LAST_PID
+    tapns_wait_tap 60
+    tapns_wait_reachable "$WEIR_IP4" 30
+    "$BODY" "$name"
+    sleep 0.5
+    kill -INT "$pid"
+    wait "$pid"
+    TAPNS_PIDS=()
+  ) || { echo "  session $name failed; weir-sink log:"; tail -20 "$work/$name.log"; return 1; }
+}
+
+# iperf_bytes NAME SECONDS DST: iperf -P 8 from the kernel; the bytes it reports go to
+# $work/NAME.iperf_bytes (iperf 2 CSV: one line per stream, field 6 its id, field 8 its
+# bytes; a sum line, when printed, has id -1 and is left out).
+iperf_bytes() {
+  ip netns exec "$WEIR_NS" iperf -c "$3" -p 5001 -P 8 -t "$2" -y C >"$work/$1.iperf" 2>&1
+  awk -F, '$6 != -1 { sum += $8 } END { print sum + 0 }' "$work/$1.iperf" >"$work/$1.iperf_bytes"
+}
+
+# socat_file NAME MB DST-ADDRESS: a random file of MB MiB to port 5002; its SHA-256 goes
+# to $work/NAME.sha.
+socat_file() {
+  head -c "$(($2 * 1024 * 1024))" /dev/urandom >"$work/$1.bin"
+  sha256sum "$work/$1.bin" | cut -d' ' -f1 >"$work/$1.sha"
+  ip netns exec "$WEIR_NS" socat -u "FILE:$work/$1.bin" "$3"
+  rm -f "$work/$1.bin"
+}
+
+j() { jq -r "$2" "$work/$1.json"; }
+digest_of() { j "$1" '[.digests[] | select(.local_port == 5002) | .sha256] | last // "none"'; }
+
+# common_checks NAME EXPECTED-IN-ORDER-BYTES: the invariants of every clean run.
+common_checks() {
+  check "$1: tcp_bytes_in_order equals what the kernel sent" eq "$(j "$1" .tcp_bytes_in_order)" "$2"
+  check "$1: socat SHA-256 equals weir's digest" eq "$(digest_of "$1")" "$(cat "$work/$1.sha")"
+  check "$1: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$1" .mbufs_in_use_at_exit)" 0
+  check "$1: no connection left open" eq "$(j "$1" .connections_open)" 0
+  check "$1: every connection closed cleanly" eq "$(j "$1" '[.digests[] | select(.end != "closed")] | length')" 0
+}
