@@ -25,8 +25,10 @@
 mod clock;
 mod eal;
 mod error;
+pub mod log;
 mod mbuf;
 mod mempool;
+pub mod pcapng;
 mod port;
 mod ring;
 
