@@ -4,5 +4,6 @@
 pub mod bench_tap;
 pub mod config;
 pub mod eal_args;
+pub mod gen;
 pub mod report;
 pub mod sink;

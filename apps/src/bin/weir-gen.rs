@@ -1,0 +1,5 @@
+//! weir-gen: emulated TCP senders on a DPDK port. See `weir-gen --help`.
+
+fn main() -> std::process::ExitCode {
+    apps::gen::cli::main(std::env::args().collect())
+}

@@ -1,0 +1,364 @@
+//! `weir-gen`: the program. `weir-gen [EAL options] -- [options]`.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
+use serde_json::json;
+use stack::time::Duration;
+
+use super::driver::{self, GenIo, GenReport, RunOpts};
+use super::{AckCounting, GenConfig, Interleave, PshMode, Sender};
+use crate::eal_args;
+
+/// weir-gen's own options (after `--` when EAL options are given).
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "weir-gen",
+    version,
+    about = "Emulated TCP senders on a DPDK port: handshake, slow start and congestion avoidance with a chosen ACK-counting rule, FIN.",
+    after_help = "Usage forms:\n  weir-gen [OPTIONS]                      embedded default: a net_tap vdev 'weirgen0', --no-pci\n  weir-gen [EAL OPTIONS] -- [OPTIONS]     DPDK's usual form, e.g. weir-gen -l 2 -a 0000:3b:00.1 -- --dst-ip 10.0.0.1 --flows 64\n\nweir-bench e2e runs weir-gen against weir-sink in one process over a ring pair."
+)]
+pub struct GenArgs {
+    /// Number of flows (1..=65536).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub flows: u32,
+    /// The receiver's address.
+    #[arg(long, value_name = "ADDR", default_value = "198.18.0.1")]
+    pub dst_ip: Ipv4Addr,
+    /// The first source address (flows beyond --ports-per-ip use the next ones).
+    #[arg(long, value_name = "ADDR", default_value = "198.18.0.2")]
+    pub src_ip: Ipv4Addr,
+    /// The first source port.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub src_port: u16,
+    /// Source ports per source address.
+    #[arg(long, value_name = "N", default_value_t = 64_000,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub ports_per_ip: u16,
+    /// The receiver's TCP port.
+    #[arg(long, value_name = "N", default_value_t = 5001)]
+    pub dst_port: u16,
+    /// The receiver's MAC (aa:bb:cc:dd:ee:ff); default: resolve it with ARP.
+    #[arg(long, value_name = "MAC", value_parser = parse_mac)]
+    pub dst_mac: Option<[u8; 6]>,
+    /// Payload bytes of a full segment (1448 = a 1500-byte MTU with timestamps).
+    #[arg(long, default_value_t = 1448)]
+    pub mss: u16,
+    /// Bytes per application write; segments never span two writes.
+    #[arg(long, value_name = "BYTES", default_value_t = 65_536,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub write_size: u32,
+    /// PSH on the last segment of every write, or never.
+    #[arg(long, value_enum, default_value_t = PshMode::EveryWrite)]
+    pub psh: PshMode,
+    /// Bytes each flow sends, then FIN (default: send for --duration).
+    #[arg(long, value_name = "BYTES")]
+    pub bytes_per_flow: Option<u64>,
+    /// Seconds of data (then FIN); default 10 unless --bytes-per-flow is given.
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Bursts: each flow writes this many bytes, waits for their ACK and --gap-ms.
+    #[arg(long, value_name = "BYTES")]
+    pub burst_bytes: Option<u64>,
+    /// Idle milliseconds between bursts.
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    pub gap_ms: u64,
+    /// Slow-start ACK counting: per-ack, abc:L (RFC 3465) or bytes (Linux).
+    #[arg(long, value_name = "RULE", default_value = "bytes", value_parser = parse_counting)]
+    pub ack_counting: AckCounting,
+    /// How flows share the wire: segment (round-robin) or train:N (TSO-like trains).
+    #[arg(long, value_name = "MODE", default_value = "segment", value_parser = parse_interleave)]
+    pub interleave: Interleave,
+    /// Initial congestion window in segments (Linux: 10).
+    #[arg(long, value_name = "SEGS", default_value_t = 10)]
+    pub init_cwnd: u32,
+    /// Largest congestion window in segments (e.g. 45 for a 64 KiB window-limited sender).
+    #[arg(long, value_name = "SEGS", default_value_t = 1 << 20)]
+    pub max_cwnd: u32,
+    /// Handshakes in progress at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_half_open: u32,
+    /// Open loop: no handshake, ignore ACKs and windows, send at full speed.
+    #[arg(long)]
+    pub blast: bool,
+    /// DPDK port id (default: the first probed port).
+    #[arg(long, value_name = "ID")]
+    pub eth_port: Option<u16>,
+    /// Mbufs in the transmit pool.
+    #[arg(long, value_name = "N", default_value_t = 32_767)]
+    pub mbufs: u32,
+    /// Write the totals as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Name of the tap interface the embedded default creates (ignored with EAL options).
+    #[arg(long, value_name = "NAME", default_value = "weirgen0")]
+    pub tap_iface: String,
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let mut mac = [0u8; 6];
+    if parts.len() != 6 {
+        return Err(format!("{s:?}: expected six hex bytes separated by ':'"));
+    }
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).map_err(|_| format!("{s:?}: bad hex byte {p:?}"))?;
+    }
+    Ok(mac)
+}
+
+fn parse_counting(s: &str) -> Result<AckCounting, String> {
+    s.parse()
+}
+
+fn parse_interleave(s: &str) -> Result<Interleave, String> {
+    s.parse()
+}
+
+impl GenArgs {
+    /// The sender configuration these options describe (MACs filled in by the caller).
+    pub fn config(&self) -> Result<GenConfig> {
+        let duration = match (self.duration, self.bytes_per_flow) {
+            (Some(d), _) if !(d.is_finite() && d > 0.0) => {
+                return Err(anyhow!("--duration {d}: give a positive number of seconds"))
+            }
+            (Some(d), _) => Some(Duration::from_nanos((d * 1e9) as u64)),
+            (None, Some(_)) => None,
+            (None, None) => Some(Duration::from_secs(10)),
+        };
+        let cfg = GenConfig {
+            flows: self.flows,
+            dst_mac: self.dst_mac,
+            src_ip: self.src_ip,
+            dst_ip: self.dst_ip,
+            src_port: self.src_port,
+            ports_per_ip: self.ports_per_ip,
+            dst_port: self.dst_port,
+            mss: self.mss,
+            write_size: self.write_size,
+            psh: self.psh,
+            bytes_per_flow: self.bytes_per_flow,
+            duration,
+            burst_bytes: self.burst_bytes,
+            gap: Duration::from_millis(self.gap_ms),
+            ack_counting: self.ack_counting,
+            interleave: self.interleave,
+            init_cwnd: self.init_cwnd,
+            max_cwnd: self.max_cwnd,
+            blast: self.blast,
+            max_half_open: self.max_half_open.max(1),
+            seed: seed(),
+            ..GenConfig::default()
+        };
+        cfg.validate().map_err(|e| anyhow!(e))?;
+        Ok(cfg)
+    }
+}
+
+/// A seed from the OS's randomness, for initial sequence numbers.
+fn seed() -> u64 {
+    let mut b = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    u64::from_le_bytes(b) ^ u64::from(std::process::id())
+}
+
+/// The report as JSON (for `--json` and `weir-bench`).
+pub fn report_json(r: &GenReport) -> serde_json::Value {
+    let s = &r.stats;
+    let secs = r.data_ns as f64 / 1e9;
+    json!({
+        "segments": s.segments,
+        "bytes": s.bytes,
+        "retransmits": s.retransmits,
+        "retransmit_bytes": s.retransmit_bytes,
+        "ctl_segments": s.ctl_segments,
+        "acks": s.acks,
+        "acks_new_data": s.acks_new_data,
+        "dupacks": s.dupacks,
+        "fast_retransmits": s.fast_retransmits,
+        "rtos": s.rtos,
+        "syn_retransmits": s.syn_retransmits,
+        "established": s.established,
+        "closed": s.closed,
+        "resets": s.resets,
+        "timeouts": s.timeouts,
+        "not_started": s.not_started,
+        "alloc_failures": s.alloc_failures,
+        "data_seconds": secs,
+        "segments_per_s": if secs > 0.0 { s.segments as f64 / secs } else { 0.0 },
+        "payload_gbit_s": if secs > 0.0 { s.bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
+        "segments_per_ack": if s.acks > 0 { s.segments as f64 / s.acks as f64 } else { 0.0 },
+        "time_to_full_rate_ms": {
+            "bursts": s.ramps,
+            "mean": if s.ramps > 0 { s.ramp_ns_sum as f64 / s.ramps as f64 / 1e6 } else { 0.0 },
+            "max": s.ramp_ns_max as f64 / 1e6,
+        },
+        "cwnd_segments": {
+            "min": r.cwnd.min, "median": r.cwnd.median, "max": r.cwnd.max, "mean": r.cwnd.mean,
+        },
+        "finished": r.finished,
+        "elapsed_seconds": r.elapsed_ns as f64 / 1e9,
+    })
+}
+
+/// Human-readable totals.
+pub fn summary(r: &GenReport) -> String {
+    let s = &r.stats;
+    let secs = (r.data_ns as f64 / 1e9).max(1e-9);
+    format!(
+        "weir-gen: {} segments ({} retransmitted), {:.3} Gbit/s payload, {:.0} seg/s over {:.2} s; {} ACKs ({:.1} seg/ACK), {} dupacks, {} fast retransmits, {} RTOs\n\
+         flows: {} established, {} closed cleanly, {} reset, {} timed out, {} never started; cwnd (segments) min {} median {} max {}; time to full rate mean {:.2} ms, max {:.2} ms over {} bursts",
+        s.segments,
+        s.retransmits,
+        s.bytes as f64 * 8.0 / secs / 1e9,
+        s.segments as f64 / secs,
+        secs,
+        s.acks,
+        if s.acks > 0 { s.segments as f64 / s.acks as f64 } else { 0.0 },
+        s.dupacks,
+        s.fast_retransmits,
+        s.rtos,
+        s.established,
+        s.closed,
+        s.resets,
+        s.timeouts,
+        s.not_started,
+        r.cwnd.min,
+        r.cwnd.median,
+        r.cwnd.max,
+        if s.ramps > 0 { s.ramp_ns_sum as f64 / s.ramps as f64 / 1e6 } else { 0.0 },
+        s.ramp_ns_max as f64 / 1e6,
+        s.ramps,
+    )
+}
+
+/// Entry point: parses the command line, runs, and maps errors to one line and an exit
+/// code (2 for usage errors, 1 for run-time errors).
+pub fn main(argv: Vec<String>) -> ExitCode {
+    let split = eal_args::split(argv);
+    let args = match GenArgs::try_parse_from(&split.app) {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("weir-gen: error: {first} (see weir-gen --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("weir-gen: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args, cfg, split.eal) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("weir-gen: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Sets up DPDK and the port, runs the generator on the main lcore and reports. Returns
+/// whether every started flow closed cleanly.
+pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Result<bool> {
+    let eal_argv = eal.unwrap_or_else(|| eal_args::default_eal("weir-gen", &args.tap_iface, 1));
+    let eal = Eal::init(&eal_argv).context("starting DPDK (EAL)")?;
+    let port_id = match args.eth_port {
+        Some(p) => p,
+        None => *eal.ports().first().ok_or_else(|| {
+            anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap, or -a PCI_ADDRESS for a NIC bound to vfio-pci)")
+        })?,
+    };
+    let pool = Mempool::new(&eal, "weir_gen", args.mbufs, 256, dpdk::DEFAULT_DATA_ROOM)
+        .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
+    let mut port = Port::configure(&eal, port_id, pool, &PortConfig::default())
+        .with_context(|| format!("configuring port {port_id}"))?;
+    port.start()
+        .with_context(|| format!("starting port {port_id}"))?;
+    cfg.src_mac = port.mac()?;
+    let off = port.offloads();
+    cfg.tx_csum_offload = off.tx_tcp_cksum() && off.tx_ipv4_cksum();
+    eprintln!(
+        "weir-gen {} on DPDK {}: port {port_id}, {} flows -> {}:{}, mss {}, ack counting {}, interleave {}, tx csum offload {}",
+        env!("CARGO_PKG_VERSION"),
+        Eal::version(),
+        cfg.flows,
+        cfg.dst_ip,
+        cfg.dst_port,
+        cfg.mss,
+        cfg.ack_counting,
+        cfg.interleave,
+        if cfg.tx_csum_offload { "on" } else { "off" },
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
+            .context("installing the SIGINT/SIGTERM handler")?;
+    }
+    let mut io = GenIo {
+        rx: port.rx_queue(0)?,
+        tx: port.tx_queue(0)?,
+        pool: pool.for_port(port_id),
+        clock: Clock::new(&eal),
+    };
+    let mut sender = Sender::new(cfg);
+    let quiet = args.quiet;
+    let mut last = (0u64, 0u64);
+    let mut tick = |s: &Sender, t: Duration| {
+        if quiet {
+            return;
+        }
+        let st = s.stats();
+        let (segs, bytes) = (st.segments - last.0, st.bytes - last.1);
+        last = (st.segments, st.bytes);
+        let c = s.cwnd_summary();
+        println!(
+            "{:>6.1}s  {:>7.3} Gbit/s  {:>9} seg/s  {} ACKs  {} retx  established {} closed {}  cwnd median {}",
+            t.as_nanos() as f64 / 1e9,
+            bytes as f64 * 8.0 / 1e9,
+            segs,
+            st.acks,
+            st.retransmits,
+            st.established,
+            st.closed,
+            c.median
+        );
+    };
+    let report = driver::run(
+        &mut sender,
+        &mut io,
+        RunOpts {
+            stop: &stop,
+            close_grace: Duration::from_secs(10),
+            max_runtime: Duration::from_secs(24 * 3600),
+            tick: Some(&mut tick),
+        },
+    );
+    drop(io);
+    println!("{}", summary(&report));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report_json(&report))?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    let s = &report.stats;
+    Ok(report.finished && s.resets == 0 && s.timeouts == 0)
+}

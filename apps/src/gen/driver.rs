@@ -1,0 +1,133 @@
+//! Runs a [`Sender`] on a DPDK port: the generator's loop.
+//!
+//! One iteration: `now` from the TSC; one RX burst, every frame to
+//! [`Sender::handle_rx`] (then freed); [`Sender::handle_timeout`]; [`Sender::poll_tx`]
+//! into the transmit batch; one `tx_burst`. Frames the queue refuses stay in the batch
+//! for the next iteration (a full ring is back-pressure, not loss).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use dpdk::{Clock, Mbuf, PortPool, PortRxQueue, PortTxQueue};
+use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::time::{Duration, Instant};
+
+use super::sender::{CwndSummary, GenStats, Sender};
+
+/// The port side of a generator: its queues, its transmit pool and the clock.
+pub struct GenIo {
+    /// The RX queue the receiver's ACKs arrive on.
+    pub rx: PortRxQueue,
+    /// The TX queue segments leave on.
+    pub tx: PortTxQueue,
+    /// Where segments are built (stamped with the TX port, for checksum offload).
+    pub pool: PortPool,
+    /// The TSC clock.
+    pub clock: Clock,
+}
+
+/// How a run ended and what it did.
+#[derive(Clone, Debug)]
+pub struct GenReport {
+    /// The sender's counters.
+    pub stats: GenStats,
+    /// The flows' congestion windows at the end.
+    pub cwnd: CwndSummary,
+    /// From the first to the last data segment, in nanoseconds.
+    pub data_ns: u64,
+    /// From start to the end of the loop, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// `true` when every flow finished (closed, failed or never started) before the loop
+    /// gave up.
+    pub finished: bool,
+    /// Frames built but never accepted by the TX queue (freed at the end).
+    pub unsent: u64,
+    /// TSC cycles spent in iterations that did something.
+    pub busy_cycles: u64,
+}
+
+/// A progress callback: the sender and the time since the start.
+pub type Tick<'a> = &'a mut dyn FnMut(&Sender, Duration);
+
+/// Options of [`run`].
+pub struct RunOpts<'a> {
+    /// Set by another thread (or a signal handler) to end the data phase early; flows then
+    /// close as at the end of the duration.
+    pub stop: &'a AtomicBool,
+    /// The longest the close may take after the data phase ends (then the loop gives up).
+    pub close_grace: Duration,
+    /// The longest the whole run may take.
+    pub max_runtime: Duration,
+    /// Called about once a second with the sender and the elapsed time (progress lines).
+    pub tick: Option<Tick<'a>>,
+}
+
+/// Runs `sender` on `io` until every flow has finished, or the limits in `opts` end it.
+pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenReport {
+    let mut rx: Burst<Mbuf> = Burst::new();
+    let mut out: Burst<Mbuf> = Burst::new();
+    let start = io.clock.now();
+    let hard_end = start + opts.max_runtime;
+    let mut close_by = Instant::NEVER;
+    let mut next_tick = start + Duration::from_secs(1);
+    let mut busy_cycles = 0u64;
+    let mut iter = 0u64;
+    let mut finished = false;
+    let mut now;
+    loop {
+        let t0 = Clock::cycles();
+        now = io.clock.instant_at(t0);
+        let n = io.rx.rx_burst(&mut rx);
+        for b in rx.drain(..) {
+            sender.handle_rx(now, b.data());
+        }
+        sender.handle_timeout(now);
+        let m = sender.poll_tx(now, &mut io.pool, &mut out);
+        if !out.is_empty() {
+            io.tx.tx_burst(&mut out);
+        }
+        if n > 0 || m > 0 {
+            busy_cycles += Clock::cycles().wrapping_sub(t0);
+        }
+        if sender.is_done() && out.is_empty() {
+            finished = true;
+            break;
+        }
+        iter += 1;
+        if iter % 256 == 0 {
+            if opts.stop.load(Ordering::Relaxed) && close_by == Instant::NEVER {
+                sender.stop_writing(now);
+            }
+            if sender.data_span().is_some() && close_by == Instant::NEVER && stopping(sender) {
+                close_by = now + opts.close_grace;
+            }
+            if now >= close_by || now >= hard_end {
+                break;
+            }
+            if now >= next_tick {
+                next_tick = now + Duration::from_secs(1);
+                if let Some(t) = opts.tick.as_mut() {
+                    t(sender, now.saturating_since(start));
+                }
+            }
+        }
+    }
+    let unsent = out.len() as u64;
+    out.clear();
+    let data_ns = sender
+        .data_span()
+        .map_or(0, |(a, b)| b.saturating_since(a).as_nanos());
+    GenReport {
+        stats: sender.stats().clone(),
+        cwnd: sender.cwnd_summary(),
+        data_ns,
+        elapsed_ns: now.saturating_since(start).as_nanos(),
+        finished,
+        unsent,
+        busy_cycles,
+    }
+}
+
+/// `true` once the sender's data phase is over (the duration ended or it was stopped).
+fn stopping(sender: &Sender) -> bool {
+    sender.is_stopping()
+}

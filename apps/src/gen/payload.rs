@@ -1,0 +1,138 @@
+//! The bytes every flow sends, and their checksum without reading them per segment.
+//!
+//! Byte `i` of every flow's stream is [`pattern_byte`]`(i)`, a function of the stream
+//! offset with period [`PERIOD`] (a prime, so the pattern never lines up with segment
+//! or write sizes and a misplaced segment changes the receiver's digest). A segment's
+//! payload is a slice of one precomputed buffer ([`Payload::bytes`]), and its one's
+//! complement sum comes from a prefix-sum table in O(1) ([`Payload::sum`]), so building a
+//! segment is a copy plus a few additions (RFC 1071 §2: sums are associative, and a sum
+//! over bytes starting at an odd offset is the byte-swapped sum).
+
+use sha2::{Digest, Sha256};
+use stack::wire::checksum;
+
+/// The pattern's period in bytes (prime).
+pub const PERIOD: usize = 4099;
+
+/// Longest payload one segment may carry (a 9000-byte jumbo frame's MSS fits).
+pub const MAX_PAYLOAD: usize = 9216;
+
+/// Byte `off` of every flow's stream.
+#[inline]
+pub fn pattern_byte(off: u64) -> u8 {
+    let i = (off % PERIOD as u64) as u32;
+    (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ (i as u8)
+}
+
+/// SHA-256 of the first `len` bytes of the stream (what the receiver's `--digest` of a
+/// complete flow must print).
+pub fn stream_digest(len: u64) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut buf = [0u8; PERIOD];
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = pattern_byte(i as u64);
+    }
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(PERIOD as u64) as usize;
+        h.update(&buf[..n]);
+        left -= n as u64;
+    }
+    h.finalize().into()
+}
+
+/// The pattern laid out once (one period plus [`MAX_PAYLOAD`], so any segment is one
+/// contiguous slice) with prefix sums of its 16-bit words.
+pub struct Payload {
+    buf: Vec<u8>,
+    /// `pre[k]`: sum of the big-endian words at byte offsets `0, 2, .., 2k - 2`.
+    pre: Vec<u32>,
+}
+
+impl Default for Payload {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Payload {
+    /// Builds the buffer and the table (about 40 KB in all).
+    pub fn new() -> Payload {
+        let len = PERIOD + MAX_PAYLOAD + 2;
+        let buf: Vec<u8> = (0..len as u64).map(pattern_byte).collect();
+        let mut pre = Vec::with_capacity(len / 2 + 1);
+        let mut acc = 0u32;
+        pre.push(0);
+        for w in buf.chunks_exact(2) {
+            // At most ~6,700 words of at most 0xffff: below 2^32.
+            acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
+            pre.push(acc);
+        }
+        Payload { buf, pre }
+    }
+
+    /// The `len` payload bytes at stream offset `off` (`len` ≤ [`MAX_PAYLOAD`]).
+    #[inline]
+    pub fn bytes(&self, off: u64, len: usize) -> &[u8] {
+        let s = (off % PERIOD as u64) as usize;
+        self.buf.get(s..s + len).unwrap_or(&[])
+    }
+
+    /// The folded one's complement sum of [`Payload::bytes`]`(off, len)`, as if the slice
+    /// started at an even offset of the TCP segment (the TCP header is 32 bytes).
+    #[inline]
+    pub fn sum(&self, off: u64, len: usize) -> u16 {
+        let s = (off % PERIOD as u64) as usize;
+        if s % 2 == 0 {
+            checksum::fold(self.even_sum(s, len))
+        } else {
+            // Start one byte earlier (even), remove that byte's contribution: what is left
+            // is the sum with every byte in the other half of its word, i.e. byte-swapped.
+            let e = s - 1;
+            let x = self.even_sum(e, len + 1) - (u64::from(self.buf[e]) << 8);
+            checksum::fold(x).swap_bytes()
+        }
+    }
+
+    #[inline]
+    fn even_sum(&self, s: usize, len: usize) -> u64 {
+        let w0 = s / 2;
+        let w1 = w0 + len / 2;
+        let mut sum = u64::from(self.pre[w1] - self.pre[w0]);
+        if len % 2 == 1 {
+            sum += u64::from(self.buf[s + len - 1]) << 8;
+        }
+        sum
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_sums_match_rfc1071_sums() {
+        let p = Payload::new();
+        for off in [0u64, 1, 2, 3, 4097, 4098, 4099, 12_345, 1 << 40] {
+            for len in [0usize, 1, 2, 3, 100, 1447, 1448, 1460, 9000] {
+                // 0x0000 and 0xffff are the same one's complement number.
+                let want = checksum::fold(checksum::add(0, p.bytes(off, len))) % 0xffff;
+                assert_eq!(p.sum(off, len) % 0xffff, want, "off {off} len {len}");
+                assert_eq!(p.bytes(off, len).len(), len);
+            }
+        }
+    }
+
+    #[test]
+    fn digest_matches_bytes() {
+        let p = Payload::new();
+        let mut h = Sha256::new();
+        let mut off = 0u64;
+        for len in [1448usize, 7, 1448, 4099, 3] {
+            h.update(p.bytes(off, len));
+            off += len as u64;
+        }
+        let want: [u8; 32] = h.finalize().into();
+        assert_eq!(stream_digest(off), want);
+    }
+}

@@ -1,0 +1,1114 @@
+//! The sender engine: N emulated TCP senders, sans-IO.
+//!
+//! Read first: RFC 9293 §3.5 (the handshake), RFC 5681 §3.1-3.2 and §4.1 (slow start,
+//! congestion avoidance, fast retransmit, restart after idle), RFC 3465 §2 (byte
+//! counting), RFC 6298 §5 (the retransmission timer), RFC 7323 §3-4 (timestamps).
+//!
+//! Call order per loop iteration, like weir's pipeline: `now = clock`; every received
+//! frame to [`Sender::handle_rx`]; [`Sender::handle_timeout`]; [`Sender::poll_tx`] into one
+//! transmit batch; transmit it. Nothing allocates after [`Sender::new`]: flows, the ready
+//! queue and the control queue are sized for the flow count.
+//!
+//! Simplifications, stated where they matter: data is never sent beyond the FIN of the
+//! application's bytes; loss recovery is one fast retransmit per window (three duplicate
+//! ACKs, RFC 5681 §3.2 without NewReno's partial-ACK handling) and go-back-N on the
+//! retransmission timer, which is 200 ms (Linux's minimum RTO) doubled per expiry up to
+//! 2 s, without an RTT estimator (the ring path's RTT is microseconds); timers are
+//! scanned [`TIMER_SCAN`] flows per call, so a timer fires at most `flows / TIMER_SCAN`
+//! iterations late.
+
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+use stack::buf::{BufPool, PacketBuf, TxChecksumOffload};
+use stack::driver::Burst;
+use stack::seq::SeqNumber;
+use stack::time::{Duration, Instant};
+use stack::wire::ethernet::{self, ethertype};
+use stack::wire::{arp, checksum, tcp, TcpFlags, TcpFrame, TcpOptions, Timestamp};
+
+use super::payload::Payload;
+use super::{AckCounting, GenConfig, PshMode};
+
+/// Flows whose timers one [`Sender::handle_timeout`] call checks.
+pub const TIMER_SCAN: usize = 256;
+
+/// Header bytes of a data segment: Ethernet 14, IPv4 20, TCP 20 + timestamps 12.
+pub const HDR_LEN: usize = 66;
+const IP: usize = 14;
+const TCP: usize = 34;
+const TCP_HDR_LEN: usize = 32;
+const TSVAL: usize = 58;
+const TSECR: usize = 62;
+
+/// Linux's minimum RTO (`TCP_RTO_MIN`).
+const RTO_MIN: Duration = Duration::from_millis(200);
+/// Initial RTO for SYNs (RFC 6298 §2.1).
+const RTO_INIT: Duration = Duration::from_secs(1);
+/// The bound on the backed-off timer.
+const RTO_MAX: Duration = Duration::from_secs(2);
+/// SYN retransmissions before a flow gives up.
+const SYN_RETRIES: u8 = 5;
+/// How long a flow waits for the receiver's FIN after its own was acknowledged.
+const CLOSE_WAIT_LIMIT: Duration = Duration::from_secs(5);
+/// Window scale the generator advertises (it receives no data; any value works).
+const OUR_WSCALE: u8 = 7;
+/// Interval between ARP requests while the receiver's MAC is unknown.
+const ARP_EVERY: Duration = Duration::from_millis(100);
+
+/// Where a flow is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not started (waiting for a handshake slot or for the receiver's MAC).
+    Waiting,
+    /// SYN sent.
+    SynSent,
+    /// Sending data (and, at the end, the FIN).
+    Established,
+    /// Both FINs exchanged and acknowledged.
+    Closed,
+    /// Reset by the receiver, or gave up.
+    Failed,
+}
+
+/// One emulated sender. Sequence space is kept as 64-bit stream offsets (byte 0 of the
+/// stream is `iss + 1`); the wire's 32-bit numbers are derived with [`SeqNumber`].
+struct Flow {
+    hdr: [u8; HDR_LEN],
+    /// Pseudo-header sum without the length.
+    pseudo: u64,
+    iss: SeqNumber,
+    /// The receiver's next expected sequence number (its ISS + 1, + 1 after its FIN).
+    rcv_nxt: SeqNumber,
+    state: State,
+    ip_id: u16,
+    una: u64,
+    nxt: u64,
+    /// Highest offset ever sent (retransmissions are segments below it).
+    max: u64,
+    /// Bytes the application has written so far.
+    avail: u64,
+    /// Bytes to send before the FIN (`u64::MAX` until the duration ends).
+    total: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    /// Bytes acknowledged toward the next congestion-avoidance increase (RFC 3465 §2.1).
+    ca_acc: u64,
+    snd_wnd: u64,
+    wscale: u8,
+    mss: u16,
+    ts_recent: u32,
+    dupacks: u8,
+    in_recovery: bool,
+    recover: u64,
+    retx_one: bool,
+    rto: Duration,
+    rto_at: Instant,
+    syn_tries: u8,
+    fin_sent: bool,
+    /// The FIN is sent and not yet taken back by a go-back-N.
+    fin_out: bool,
+    fin_acked: bool,
+    peer_fin: bool,
+    owe_ack: bool,
+    owe_syn: bool,
+    in_ready: bool,
+    in_ctl: bool,
+    burst_next: Instant,
+    last_send: Instant,
+    /// Start of the current burst's sending (for time to full rate).
+    ramp_start: Option<Instant>,
+    ramped: bool,
+}
+
+/// What the generator did, in total.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GenStats {
+    /// Data segments sent (retransmissions included).
+    pub segments: u64,
+    /// Payload bytes sent (retransmissions included).
+    pub bytes: u64,
+    /// Data segments that were retransmissions.
+    pub retransmits: u64,
+    /// Payload bytes that were retransmissions.
+    pub retransmit_bytes: u64,
+    /// Control segments sent (SYNs, pure ACKs, FINs).
+    pub ctl_segments: u64,
+    /// ACKs received for established flows.
+    pub acks: u64,
+    /// ACKs that acknowledged new data.
+    pub acks_new_data: u64,
+    /// Duplicate ACKs (RFC 5681 §2 definition).
+    pub dupacks: u64,
+    /// Fast retransmits (three duplicate ACKs).
+    pub fast_retransmits: u64,
+    /// Retransmission timer expiries with data or FIN outstanding.
+    pub rtos: u64,
+    /// SYN retransmissions.
+    pub syn_retransmits: u64,
+    /// Handshakes completed.
+    pub established: u64,
+    /// Flows closed cleanly (both FINs acknowledged).
+    pub closed: u64,
+    /// Flows reset by the receiver.
+    pub resets: u64,
+    /// Flows that gave up (SYN retries or waiting for the receiver's FIN).
+    pub timeouts: u64,
+    /// Flows never started because the duration ended first.
+    pub not_started: u64,
+    /// Frames received that belong to no flow (or are not TCP/ARP).
+    pub rx_ignored: u64,
+    /// Segments not built because the buffer pool was empty.
+    pub alloc_failures: u64,
+    /// Bursts (or whole transfers) that reached full rate: the window stopped being the
+    /// limit (not cwnd-limited, or at `--max-cwnd`, or at the receiver's window).
+    pub ramps: u64,
+    /// Sum of the times from a burst's first segment to full rate, in nanoseconds.
+    pub ramp_ns_sum: u64,
+    /// Longest such time, in nanoseconds.
+    pub ramp_ns_max: u64,
+}
+
+/// A summary of the flows' congestion windows, in segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CwndSummary {
+    /// Smallest.
+    pub min: u64,
+    /// Median.
+    pub median: u64,
+    /// Largest.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// What one received frame says, after the checks the generator needs.
+struct RxSeg {
+    dst_ip: Ipv4Addr,
+    repr: tcp::Repr,
+    payload_len: usize,
+}
+
+/// N emulated TCP senders. See the module documentation for the call order.
+pub struct Sender {
+    cfg: GenConfig,
+    flows: Vec<Flow>,
+    payload: Payload,
+    ready: VecDeque<u32>,
+    ctl: VecDeque<u32>,
+    waiting: VecDeque<u32>,
+    half_open: u32,
+    finished: u32,
+    timer_cursor: usize,
+    dst_mac: Option<[u8; 6]>,
+    arp_next: Instant,
+    started: Option<Instant>,
+    stop_at: Option<Instant>,
+    stopping: bool,
+    first_data: Option<Instant>,
+    last_data: Option<Instant>,
+    stats: GenStats,
+}
+
+/// The timestamp clock: 1 ms ticks, as Linux's `tcp_time_stamp` (TCP_TS_HZ = 1000).
+#[inline]
+fn ts_now(now: Instant) -> u32 {
+    (now.as_nanos() / 1_000_000) as u32
+}
+
+impl Sender {
+    /// Builds every flow's header template. `cfg` must pass [`GenConfig::validate`].
+    pub fn new(cfg: GenConfig) -> Sender {
+        let n = cfg.flows as usize;
+        let mut flows = Vec::with_capacity(n);
+        let mut x = cfg.seed | 1;
+        for i in 0..cfg.flows {
+            // xorshift: distinct, reproducible initial sequence numbers.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (src_ip, sport) = cfg.flow_addr(i);
+            let frame = TcpFrame {
+                src_mac: cfg.src_mac,
+                dst_mac: cfg.dst_mac.unwrap_or([0xff; 6]),
+                src_ip: src_ip.into(),
+                dst_ip: cfg.dst_ip.into(),
+                sport,
+                dport: cfg.dst_port,
+                flags: TcpFlags::ACK,
+                window: u16::MAX,
+                opts: TcpOptions {
+                    timestamp: Some(Timestamp::default()),
+                    ..TcpOptions::default()
+                },
+                ..TcpFrame::default()
+            };
+            let mut hdr = [0u8; HDR_LEN];
+            frame.emit(&[], &mut hdr);
+            flows.push(Flow {
+                hdr,
+                pseudo: checksum::pseudo_v4(src_ip.octets(), cfg.dst_ip.octets(), 6, 0),
+                iss: SeqNumber(x as u32),
+                rcv_nxt: SeqNumber(0),
+                state: State::Waiting,
+                ip_id: 0,
+                una: 0,
+                nxt: 0,
+                max: 0,
+                avail: 0,
+                total: cfg.bytes_per_flow.unwrap_or(u64::MAX),
+                cwnd: u64::from(cfg.init_cwnd) * u64::from(cfg.mss),
+                ssthresh: u64::MAX,
+                ca_acc: 0,
+                snd_wnd: 0,
+                wscale: 0,
+                mss: cfg.mss,
+                ts_recent: 0,
+                dupacks: 0,
+                in_recovery: false,
+                recover: 0,
+                retx_one: false,
+                rto: RTO_INIT,
+                rto_at: Instant::NEVER,
+                syn_tries: 0,
+                fin_sent: false,
+                fin_out: false,
+                fin_acked: false,
+                peer_fin: false,
+                owe_ack: false,
+                owe_syn: false,
+                in_ready: false,
+                in_ctl: false,
+                burst_next: Instant::NEVER,
+                last_send: Instant::ZERO,
+                ramp_start: None,
+                ramped: false,
+            });
+        }
+        Sender {
+            dst_mac: cfg.dst_mac,
+            flows,
+            payload: Payload::new(),
+            ready: VecDeque::with_capacity(n),
+            ctl: VecDeque::with_capacity(n),
+            waiting: (0..cfg.flows).collect(),
+            half_open: 0,
+            finished: 0,
+            timer_cursor: 0,
+            arp_next: Instant::ZERO,
+            started: None,
+            stop_at: None,
+            stopping: false,
+            first_data: None,
+            last_data: None,
+            stats: GenStats::default(),
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GenConfig {
+        &self.cfg
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> &GenStats {
+        &self.stats
+    }
+
+    /// `true` when every flow has closed, failed or (after the duration) never started,
+    /// or, in blast mode, when the duration or byte count is reached.
+    pub fn is_done(&self) -> bool {
+        self.finished == self.cfg.flows
+    }
+
+    /// `true` once the data phase has ended ([`Sender::stop_writing`] or the duration).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping
+    }
+
+    /// Flows closed cleanly so far.
+    pub fn flows_closed(&self) -> u64 {
+        self.stats.closed
+    }
+
+    /// When the first and the last data segment were built (the data phase).
+    pub fn data_span(&self) -> Option<(Instant, Instant)> {
+        Some((self.first_data?, self.last_data?))
+    }
+
+    /// The receiver's MAC, once known.
+    pub fn dst_mac(&self) -> Option<[u8; 6]> {
+        self.dst_mac
+    }
+
+    /// Bytes each flow has had acknowledged (its stream offset of `snd.una`).
+    pub fn acked_bytes(&self, flow: u32) -> Option<u64> {
+        self.flows.get(flow as usize).map(|f| f.una)
+    }
+
+    /// The flows' congestion windows in segments.
+    pub fn cwnd_summary(&self) -> CwndSummary {
+        let mut v: Vec<u64> = self
+            .flows
+            .iter()
+            .map(|f| f.cwnd.min(u64::MAX / 2) / u64::from(f.mss.max(1)))
+            .collect();
+        if v.is_empty() {
+            return CwndSummary::default();
+        }
+        v.sort_unstable();
+        CwndSummary {
+            min: v[0],
+            median: v[v.len() / 2],
+            max: v[v.len() - 1],
+            mean: v.iter().map(|&c| c as f64).sum::<f64>() / v.len() as f64,
+        }
+    }
+
+    /// Ends the data phase now (as the duration does): flows finish what is sent, FIN and
+    /// close; flows not yet started never start.
+    pub fn stop_writing(&mut self, now: Instant) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        while let Some(i) = self.waiting.pop_front() {
+            self.flows[i as usize].state = State::Closed;
+            self.stats.not_started += 1;
+            self.finished += 1;
+        }
+        for i in 0..self.flows.len() {
+            let f = &mut self.flows[i];
+            match f.state {
+                State::Established | State::SynSent => {
+                    f.total = f.total.min(f.max);
+                    f.avail = f.avail.min(f.total);
+                    f.burst_next = Instant::NEVER;
+                    if self.cfg.blast {
+                        f.state = State::Closed;
+                        self.finished += 1;
+                    } else {
+                        Self::wake(&mut self.ready, f, i as u32);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let _ = now;
+    }
+
+    fn wake(ready: &mut VecDeque<u32>, f: &mut Flow, i: u32) {
+        if !f.in_ready {
+            f.in_ready = true;
+            ready.push_back(i);
+        }
+    }
+
+    fn want_ctl(ctl: &mut VecDeque<u32>, f: &mut Flow, i: u32) {
+        if !f.in_ctl {
+            f.in_ctl = true;
+            ctl.push_back(i);
+        }
+    }
+
+    fn start(&mut self, now: Instant) {
+        self.started = Some(now);
+        self.stop_at = self.cfg.duration.map(|d| now + d);
+        if self.cfg.blast {
+            // Open loop: every flow is "established" with unlimited windows.
+            // Bursts and gaps need ACKs to pace them: blast mode ignores them.
+            for (i, f) in self.flows.iter_mut().enumerate() {
+                f.state = State::Established;
+                f.cwnd = u64::MAX;
+                f.snd_wnd = u64::MAX;
+                f.avail = f.total;
+                f.rcv_nxt = SeqNumber(1);
+                f.in_ready = true;
+                self.ready.push_back(i as u32);
+            }
+            self.waiting.clear();
+        }
+    }
+
+    /// Moves waiting flows into the handshake, up to the half-open limit.
+    fn admit(&mut self, now: Instant) {
+        while self.half_open < self.cfg.max_half_open && !self.stopping {
+            let Some(i) = self.waiting.pop_front() else {
+                break;
+            };
+            let f = &mut self.flows[i as usize];
+            f.state = State::SynSent;
+            f.owe_syn = true;
+            f.rto = RTO_INIT;
+            f.rto_at = now + RTO_INIT;
+            self.half_open += 1;
+            Self::want_ctl(&mut self.ctl, f, i);
+        }
+    }
+
+    /// Handles one received frame: the receiver's SYN-ACKs, ACKs, FINs and RSTs, and ARP
+    /// replies while its MAC is unknown. Anything else is counted and ignored.
+    pub fn handle_rx(&mut self, now: Instant, frame: &[u8]) {
+        let et = frame
+            .get(ethernet::field::ETHERTYPE)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+        if et == ethertype::ARP {
+            self.handle_arp(frame);
+            return;
+        }
+        let Some(seg) = read_tcp(frame) else {
+            self.stats.rx_ignored += 1;
+            return;
+        };
+        let r = &seg.repr;
+        let Some(i) = self.cfg.flow_index(seg.dst_ip, r.dst_port) else {
+            self.stats.rx_ignored += 1;
+            return;
+        };
+        if r.src_port != self.cfg.dst_port || self.cfg.blast {
+            self.stats.rx_ignored += 1;
+            return;
+        }
+        let f = &mut self.flows[i as usize];
+        if r.flags.contains(TcpFlags::RST) {
+            // RFC 5961 §3.2 would want the exact sequence number; the generator trusts
+            // its in-process peer and only checks the ACK of its own SYN when there is one.
+            if matches!(f.state, State::SynSent | State::Established) {
+                if f.state == State::SynSent {
+                    self.half_open -= 1;
+                }
+                f.state = State::Failed;
+                f.rto_at = Instant::NEVER;
+                self.stats.resets += 1;
+                self.finished += 1;
+            }
+            return;
+        }
+        match f.state {
+            State::SynSent => {
+                if !r.flags.contains(TcpFlags::SYN | TcpFlags::ACK) || r.ack != f.iss + 1 {
+                    self.stats.rx_ignored += 1;
+                    return;
+                }
+                f.rcv_nxt = r.seq + 1;
+                // RFC 7323 §2.2: scaling only when both sides sent the option.
+                f.wscale = r.opts.wscale.unwrap_or(0);
+                if let Some(ts) = r.opts.timestamp {
+                    f.ts_recent = ts.tsval;
+                }
+                let peer_mss = r.opts.mss.unwrap_or(536).saturating_sub(12).max(64);
+                f.mss = f.mss.min(peer_mss);
+                // RFC 7323 §2.2: the window of a SYN is never scaled.
+                f.snd_wnd = u64::from(r.window);
+                f.cwnd = u64::from(self.cfg.init_cwnd) * u64::from(f.mss);
+                f.state = State::Established;
+                f.owe_ack = true;
+                f.owe_syn = false;
+                f.rto = RTO_MIN;
+                f.rto_at = Instant::NEVER;
+                f.avail = f.total.min(self.cfg.burst_bytes.unwrap_or(u64::MAX));
+                self.half_open -= 1;
+                self.stats.established += 1;
+                Self::want_ctl(&mut self.ctl, f, i);
+                Self::wake(&mut self.ready, f, i);
+            }
+            State::Established => {
+                Self::on_ack(&self.cfg, &mut self.stats, f, &seg, now);
+                if f.owe_ack {
+                    Self::want_ctl(&mut self.ctl, f, i);
+                }
+                if f.fin_acked && f.peer_fin {
+                    f.state = State::Closed;
+                    f.rto_at = Instant::NEVER;
+                    self.stats.closed += 1;
+                    self.finished += 1;
+                } else if f.fin_acked && f.rto_at == Instant::NEVER {
+                    f.rto_at = now + CLOSE_WAIT_LIMIT;
+                }
+                Self::wake(&mut self.ready, f, i);
+            }
+            State::Closed => {
+                // As in TIME-WAIT: a retransmitted FIN is acknowledged again.
+                if r.flags.contains(TcpFlags::FIN) {
+                    f.owe_ack = true;
+                    Self::want_ctl(&mut self.ctl, f, i);
+                }
+            }
+            State::Waiting | State::Failed => self.stats.rx_ignored += 1,
+        }
+    }
+
+    fn on_ack(cfg: &GenConfig, stats: &mut GenStats, f: &mut Flow, seg: &RxSeg, now: Instant) {
+        let r = &seg.repr;
+        if !r.flags.contains(TcpFlags::ACK) {
+            return;
+        }
+        stats.acks += 1;
+        if let Some(ts) = r.opts.timestamp {
+            // RFC 7323 §4.3: remember the latest TSval in sequence (ACK-only segments
+            // from an in-order receiver always are).
+            if SeqNumber(ts.tsval) >= SeqNumber(f.ts_recent) {
+                f.ts_recent = ts.tsval;
+            }
+        }
+        let base = f.iss + 1;
+        let una_seq = base + f.una as usize;
+        let limit = f.max + u64::from(f.fin_sent);
+        let acked = if r.ack > una_seq {
+            (r.ack - una_seq) as u64
+        } else {
+            0
+        };
+        if acked > limit - f.una {
+            // Acknowledges what was never sent: ignore (RFC 9293 §3.10.7.4).
+            return;
+        }
+        let wnd = u64::from(r.window) << f.wscale;
+        let flight_before = f.nxt.max(f.una) - f.una;
+        if acked > 0 {
+            stats.acks_new_data += 1;
+            let data_acked = acked.min(f.max - f.una);
+            f.una += data_acked;
+            if f.fin_sent && acked > data_acked {
+                f.fin_acked = true;
+            }
+            f.nxt = f.nxt.max(f.una);
+            f.dupacks = 0;
+            if f.in_recovery && f.una >= f.recover {
+                f.in_recovery = false;
+            }
+            if !f.in_recovery {
+                Self::grow(cfg, f, data_acked, flight_before, now, stats);
+            }
+            f.retx_one = false;
+            f.rto = RTO_MIN;
+            let outstanding = f.una < f.max || (f.fin_out && !f.fin_acked);
+            f.rto_at = if outstanding {
+                now + f.rto
+            } else {
+                Instant::NEVER
+            };
+            if f.una == f.avail && f.avail < f.total && f.una == f.max {
+                // The burst is acknowledged: the application writes again after the gap.
+                f.burst_next = now + cfg.gap;
+                f.ramp_start = None;
+            }
+        } else if seg.payload_len == 0
+            && !r.flags.intersects(TcpFlags::FIN | TcpFlags::SYN)
+            && wnd == f.snd_wnd
+            && f.una < f.max
+            && r.ack == una_seq
+        {
+            // RFC 5681 §2: a duplicate ACK.
+            stats.dupacks += 1;
+            f.dupacks = f.dupacks.saturating_add(1);
+            if f.dupacks == 3 && !f.in_recovery {
+                // RFC 5681 §3.2 steps 2-3 (without the window inflation).
+                stats.fast_retransmits += 1;
+                let flight = f.max - f.una;
+                f.ssthresh = (flight / 2).max(2 * u64::from(f.mss));
+                f.cwnd = f.ssthresh;
+                f.in_recovery = true;
+                f.recover = f.max;
+                f.retx_one = true;
+            }
+        }
+        f.snd_wnd = wnd;
+        if r.flags.contains(TcpFlags::FIN) && r.seq + seg.payload_len == f.rcv_nxt {
+            f.rcv_nxt += 1;
+            f.peer_fin = true;
+            f.owe_ack = true;
+        } else if seg.payload_len > 0 || r.flags.contains(TcpFlags::FIN) {
+            // Data (the receiver sends none) or an out-of-order FIN: answer with an ACK.
+            f.owe_ack = true;
+        }
+    }
+
+    /// Slow start or congestion avoidance for `acked` new bytes (RFC 5681 §3.1,
+    /// RFC 3465 §2). The window grows only while it limits the sender, as Linux's
+    /// `tcp_is_cwnd_limited` has it (at least half of it in flight before this ACK).
+    fn grow(
+        cfg: &GenConfig,
+        f: &mut Flow,
+        acked: u64,
+        flight_before: u64,
+        now: Instant,
+        stats: &mut GenStats,
+    ) {
+        let mss = u64::from(f.mss);
+        let max = u64::from(cfg.max_cwnd) * mss;
+        let limited = flight_before.saturating_mul(2) >= f.cwnd;
+        if limited && f.cwnd < max {
+            if f.cwnd < f.ssthresh {
+                f.cwnd += match cfg.ack_counting {
+                    AckCounting::PerAck => mss,
+                    AckCounting::Abc(l) => acked.min(u64::from(l) * mss),
+                    AckCounting::Bytes => acked,
+                };
+            } else {
+                match cfg.ack_counting {
+                    // RFC 5681 eq. 3: MSS*MSS/cwnd per ACK.
+                    AckCounting::PerAck => f.cwnd += (mss * mss / f.cwnd).max(1),
+                    // RFC 3465 §2.1: one MSS per cwnd of bytes acknowledged.
+                    _ => {
+                        f.ca_acc += acked;
+                        if f.ca_acc >= f.cwnd {
+                            f.ca_acc -= f.cwnd;
+                            f.cwnd += mss;
+                        }
+                    }
+                }
+            }
+            f.cwnd = f.cwnd.min(max);
+        }
+        let full = !limited || f.cwnd >= max || f.cwnd >= f.snd_wnd;
+        if full && !f.ramped {
+            if let Some(t0) = f.ramp_start {
+                f.ramped = true;
+                let ns = now.saturating_since(t0).as_nanos();
+                stats.ramps += 1;
+                stats.ramp_ns_sum += ns;
+                stats.ramp_ns_max = stats.ramp_ns_max.max(ns);
+            }
+        }
+    }
+
+    fn handle_arp(&mut self, frame: &[u8]) {
+        let Some(body) = frame.get(ethernet::HEADER_LEN..) else {
+            return;
+        };
+        let Ok(p) = arp::Packet::new_checked(body) else {
+            self.stats.rx_ignored += 1;
+            return;
+        };
+        if p.operation() == arp::OP_REPLY && p.sender_ip() == self.cfg.dst_ip.octets() {
+            if self.dst_mac.is_none() {
+                let mac = p.sender_mac();
+                self.dst_mac = Some(mac);
+                for f in &mut self.flows {
+                    f.hdr[ethernet::field::DST].copy_from_slice(&mac);
+                }
+            }
+        } else {
+            self.stats.rx_ignored += 1;
+        }
+    }
+
+    /// Fires what is due: the duration's end, retransmission timers, burst gaps. Checks
+    /// at most [`TIMER_SCAN`] flows per call.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.started.is_none() {
+            self.start(now);
+        }
+        if self.stop_at.is_some_and(|t| now >= t) {
+            self.stop_writing(now);
+        }
+        let n = self.flows.len();
+        if self.cfg.blast {
+            return;
+        }
+        for _ in 0..TIMER_SCAN.min(n) {
+            let i = self.timer_cursor;
+            self.timer_cursor = if i + 1 == n { 0 } else { i + 1 };
+            let f = &mut self.flows[i];
+            if now >= f.rto_at {
+                self.on_rto(now, i);
+            }
+            let f = &mut self.flows[i];
+            if now >= f.burst_next {
+                f.burst_next = Instant::NEVER;
+                if f.state == State::Established && f.avail < f.total {
+                    f.avail = f
+                        .avail
+                        .saturating_add(self.cfg.burst_bytes.unwrap_or(u64::MAX));
+                    f.avail = f.avail.min(f.total);
+                    // RFC 5681 §4.1: after an idle period longer than the RTO, restart
+                    // from the initial window.
+                    if now.saturating_since(f.last_send) > f.rto {
+                        f.cwnd = f.cwnd.min(u64::from(self.cfg.init_cwnd) * u64::from(f.mss));
+                    }
+                    f.ramped = false;
+                    Self::wake(&mut self.ready, f, i as u32);
+                }
+            }
+        }
+    }
+
+    fn on_rto(&mut self, now: Instant, i: usize) {
+        let f = &mut self.flows[i];
+        match f.state {
+            State::SynSent => {
+                f.syn_tries += 1;
+                if f.syn_tries > SYN_RETRIES {
+                    f.state = State::Failed;
+                    f.rto_at = Instant::NEVER;
+                    self.half_open -= 1;
+                    self.stats.timeouts += 1;
+                    self.finished += 1;
+                    return;
+                }
+                self.stats.syn_retransmits += 1;
+                f.owe_syn = true;
+                // RFC 6298 §5.5: back off; SYNs up to 8 s.
+                f.rto = (f.rto + f.rto).min(Duration::from_secs(8));
+                f.rto_at = now + f.rto;
+                Self::want_ctl(&mut self.ctl, f, i as u32);
+            }
+            State::Established => {
+                if f.fin_acked {
+                    // Our FIN is acknowledged but the receiver never sent its own.
+                    f.state = State::Failed;
+                    f.rto_at = Instant::NEVER;
+                    self.stats.timeouts += 1;
+                    self.finished += 1;
+                    return;
+                }
+                // RFC 5681 §3.1 eq. 4 and LW = 1 segment; go back N (RFC 6298 §5.4).
+                self.stats.rtos += 1;
+                let mss = u64::from(f.mss);
+                let flight = f.max - f.una;
+                f.ssthresh = (flight / 2).max(2 * mss);
+                f.cwnd = mss;
+                f.ca_acc = 0;
+                f.nxt = f.una;
+                f.fin_out = false;
+                f.retx_one = false;
+                f.in_recovery = false;
+                f.dupacks = 0;
+                f.rto = (f.rto + f.rto).min(RTO_MAX);
+                f.rto_at = now + f.rto;
+                Self::wake(&mut self.ready, f, i as u32);
+            }
+            _ => f.rto_at = Instant::NEVER,
+        }
+    }
+
+    /// Builds what is due into buffers from `pool`, appended to `out`: ARP requests while
+    /// the receiver's MAC is unknown, control segments (SYNs, ACKs), then data segments in
+    /// the configured interleaving, until `out` is full, the pool is empty or no flow may
+    /// send. Returns the frames appended.
+    pub fn poll_tx<P: BufPool>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        out: &mut Burst<P::Buf>,
+    ) -> usize {
+        if self.started.is_none() {
+            self.start(now);
+        }
+        let start = out.len();
+        if self.dst_mac.is_none() {
+            if now >= self.arp_next && !out.is_full() {
+                self.arp_next = now + ARP_EVERY;
+                if let Some(b) = self.build_arp(pool) {
+                    out.push(b);
+                }
+            }
+            return out.len() - start;
+        }
+        if !self.waiting.is_empty() {
+            self.admit(now);
+        }
+        let ts = ts_now(now);
+        while !out.is_full() {
+            let Some(&i) = self.ctl.front() else { break };
+            let Some(b) = self.build_ctl(i, ts, pool) else {
+                self.stats.alloc_failures += 1;
+                return out.len() - start;
+            };
+            self.ctl.pop_front();
+            let f = &mut self.flows[i as usize];
+            f.in_ctl = false;
+            self.stats.ctl_segments += 1;
+            out.push(b);
+        }
+        let train = self.cfg.interleave.train_len();
+        while !out.is_full() {
+            let Some(&i) = self.ready.front() else { break };
+            let mut sent = 0;
+            let mut more = true;
+            while sent < train && !out.is_full() {
+                match self.next_segment(i, now, ts, pool) {
+                    Next::Built(b) => {
+                        out.push(b);
+                        sent += 1;
+                    }
+                    Next::Blocked => {
+                        more = false;
+                        break;
+                    }
+                    Next::NoBuffer => {
+                        self.stats.alloc_failures += 1;
+                        return out.len() - start;
+                    }
+                }
+            }
+            self.ready.pop_front();
+            if more {
+                self.ready.push_back(i);
+            } else {
+                self.flows[i as usize].in_ready = false;
+            }
+        }
+        out.len() - start
+    }
+
+    fn build_arp<P: BufPool>(&self, pool: &mut P) -> Option<P::Buf> {
+        let mut b = pool.alloc(ethernet::MIN_FRAME_LEN)?;
+        let d = b.data_mut();
+        d.fill(0);
+        ethernet::emit_header(d, [0xff; 6], self.cfg.src_mac, None, ethertype::ARP);
+        let body = d.get_mut(ethernet::HEADER_LEN..ethernet::HEADER_LEN + arp::PACKET_LEN)?;
+        arp::Repr {
+            operation: arp::OP_REQUEST,
+            sender_mac: self.cfg.src_mac,
+            sender_ip: self.cfg.src_ip,
+            target_mac: [0; 6],
+            target_ip: self.cfg.dst_ip,
+        }
+        .emit(&mut arp::Packet::new_unchecked(body));
+        Some(b)
+    }
+
+    /// A SYN or a pure ACK (with FIN when it is due and nothing else is) for flow `i`.
+    fn build_ctl<P: BufPool>(&mut self, i: u32, ts: u32, pool: &mut P) -> Option<P::Buf> {
+        let f = &mut self.flows[i as usize];
+        let (src_ip, sport) = self.cfg.flow_addr(i);
+        let mut frame = TcpFrame {
+            src_mac: self.cfg.src_mac,
+            dst_mac: self.dst_mac.unwrap_or([0xff; 6]),
+            src_ip: src_ip.into(),
+            dst_ip: self.cfg.dst_ip.into(),
+            sport,
+            dport: self.cfg.dst_port,
+            ip_id: f.ip_id,
+            ..TcpFrame::default()
+        };
+        if f.owe_syn {
+            frame.seq = f.iss;
+            frame.flags = TcpFlags::SYN;
+            frame.window = u16::MAX;
+            frame.opts = TcpOptions {
+                mss: Some(self.cfg.mss.saturating_add(12)),
+                wscale: Some(OUR_WSCALE),
+                sack_permitted: true,
+                timestamp: Some(Timestamp {
+                    tsval: ts,
+                    tsecr: 0,
+                }),
+                ..TcpOptions::default()
+            };
+        } else {
+            frame.seq = f.iss + 1 + f.nxt as usize + usize::from(f.fin_out);
+            frame.ack = f.rcv_nxt;
+            frame.flags = TcpFlags::ACK;
+            frame.window = u16::MAX;
+            frame.opts = TcpOptions {
+                timestamp: Some(Timestamp {
+                    tsval: ts,
+                    tsecr: f.ts_recent,
+                }),
+                ..TcpOptions::default()
+            };
+        }
+        let len = frame.frame_len(0);
+        let mut b = pool.alloc(len)?;
+        let n = frame.emit(&[], b.data_mut());
+        if n != len {
+            return None;
+        }
+        f.ip_id = f.ip_id.wrapping_add(1);
+        if f.owe_syn {
+            f.owe_syn = false;
+        } else {
+            f.owe_ack = false;
+        }
+        Some(b)
+    }
+
+    /// The next data segment (or FIN) of flow `i`, if its windows allow one.
+    fn next_segment<P: BufPool>(
+        &mut self,
+        i: u32,
+        now: Instant,
+        ts: u32,
+        pool: &mut P,
+    ) -> Next<P::Buf> {
+        let cfg = &self.cfg;
+        let f = &mut self.flows[i as usize];
+        if f.state != State::Established {
+            return Next::Blocked;
+        }
+        let (off, end, retx_one) = if f.retx_one {
+            // Fast retransmit: the first unacknowledged segment, regardless of cwnd.
+            let end = seg_end(cfg, f, f.una, f.max);
+            (f.una, end, true)
+        } else if f.nxt < f.avail {
+            let end = seg_end(cfg, f, f.nxt, f.avail);
+            let len = end - f.nxt;
+            if end > f.una.saturating_add(f.snd_wnd) {
+                return Next::Blocked;
+            }
+            if (f.nxt - f.una) + len > f.cwnd {
+                return Next::Blocked;
+            }
+            (f.nxt, end, false)
+        } else if f.nxt == f.total && !f.fin_out && !cfg.blast {
+            // Everything is sent: the FIN (RFC 9293 §3.10.4), at the end of the data.
+            let total = f.total;
+            return match self.build_segment(i, total, 0, true, ts, pool) {
+                Some(b) => {
+                    let f = &mut self.flows[i as usize];
+                    f.fin_sent = true;
+                    f.fin_out = true;
+                    if f.rto_at == Instant::NEVER {
+                        f.rto_at = now + f.rto;
+                    }
+                    Next::Built(b)
+                }
+                None => Next::NoBuffer,
+            };
+        } else {
+            if cfg.blast && f.nxt >= f.total && f.state == State::Established {
+                f.state = State::Closed;
+                self.finished += 1;
+            }
+            return Next::Blocked;
+        };
+        let len = (end - off) as usize;
+        let psh = cfg.psh == PshMode::EveryWrite
+            && (end % u64::from(cfg.write_size) == 0 || end == f.avail);
+        let Some(b) = self.build_segment(i, off, len, psh, ts, pool) else {
+            return Next::NoBuffer;
+        };
+        let blast = self.cfg.blast;
+        let f = &mut self.flows[i as usize];
+        let retx = off < f.max;
+        if retx_one {
+            f.retx_one = false;
+        } else {
+            f.nxt = end;
+        }
+        if blast {
+            f.una = f.nxt;
+        }
+        f.max = f.max.max(end);
+        f.last_send = now;
+        if f.ramp_start.is_none() {
+            f.ramp_start = Some(now);
+        }
+        if f.rto_at == Instant::NEVER && !blast {
+            f.rto_at = now + f.rto;
+        }
+        self.stats.segments += 1;
+        self.stats.bytes += len as u64;
+        if retx {
+            self.stats.retransmits += 1;
+            self.stats.retransmit_bytes += len as u64;
+        }
+        if self.first_data.is_none() {
+            self.first_data = Some(now);
+        }
+        self.last_data = Some(now);
+        Next::Built(b)
+    }
+
+    /// Builds a data segment (or the FIN when `len` is 0 and `fin_or_psh` is set) from
+    /// the flow's template: copy, patch, checksum.
+    fn build_segment<P: BufPool>(
+        &mut self,
+        i: u32,
+        off: u64,
+        len: usize,
+        fin_or_psh: bool,
+        ts: u32,
+        pool: &mut P,
+    ) -> Option<P::Buf> {
+        let f = &mut self.flows[i as usize];
+        let mut b = pool.alloc(HDR_LEN + len)?;
+        let d = b.data_mut();
+        d[..HDR_LEN].copy_from_slice(&f.hdr);
+        d[HDR_LEN..HDR_LEN + len].copy_from_slice(self.payload.bytes(off, len));
+        let tcp_len = (TCP_HDR_LEN + len) as u16;
+        d[IP + 2..IP + 4].copy_from_slice(&(20 + tcp_len).to_be_bytes());
+        d[IP + 4..IP + 6].copy_from_slice(&f.ip_id.to_be_bytes());
+        f.ip_id = f.ip_id.wrapping_add(1);
+        let seq = f.iss + 1 + off as usize;
+        d[TCP + 4..TCP + 8].copy_from_slice(&seq.get().to_be_bytes());
+        d[TCP + 8..TCP + 12].copy_from_slice(&f.rcv_nxt.get().to_be_bytes());
+        let mut flags = TcpFlags::ACK;
+        if fin_or_psh {
+            flags |= if len == 0 {
+                TcpFlags::FIN
+            } else {
+                TcpFlags::PSH
+            };
+        }
+        d[TCP + 13] = flags.0;
+        d[TSVAL..TSVAL + 4].copy_from_slice(&ts.to_be_bytes());
+        d[TSECR..TSECR + 4].copy_from_slice(&f.ts_recent.to_be_bytes());
+        let offload = self.cfg.tx_csum_offload
+            && b.request_tx_checksum(TxChecksumOffload {
+                l2_len: ethernet::HEADER_LEN as u8,
+                l3_len: 20,
+                ipv4: true,
+            });
+        let d = b.data_mut();
+        d[IP + 10..IP + 12].fill(0);
+        d[TCP + 16..TCP + 18].fill(0);
+        let pseudo = f.pseudo + u64::from(tcp_len);
+        if offload {
+            d[TCP + 16..TCP + 18].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
+        } else {
+            let ip_sum = checksum::checksum(&d[IP..TCP]);
+            d[IP + 10..IP + 12].copy_from_slice(&ip_sum.to_be_bytes());
+            let hdr = checksum::add(pseudo, &d[TCP..HDR_LEN]);
+            let sum = hdr + u64::from(self.payload.sum(off, len));
+            d[TCP + 16..TCP + 18].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
+        }
+        Some(b)
+    }
+}
+
+/// What [`Sender::next_segment`] produced.
+enum Next<B> {
+    Built(B),
+    Blocked,
+    NoBuffer,
+}
+
+/// End offset of the segment starting at `off`: one MSS, not past the end of the write
+/// it belongs to, nor past `limit`.
+#[inline]
+fn seg_end(cfg: &GenConfig, f: &Flow, off: u64, limit: u64) -> u64 {
+    let ws = u64::from(cfg.write_size);
+    let write_end = (off / ws + 1).saturating_mul(ws);
+    (off + u64::from(f.mss)).min(write_end).min(limit)
+}
+
+/// The TCP segment in an Ethernet/IPv4 frame, with the destination address (the flow's
+/// source). `None` for anything else, or a malformed header.
+fn read_tcp(frame: &[u8]) -> Option<RxSeg> {
+    let et = frame.get(ethernet::field::ETHERTYPE)?;
+    if u16::from_be_bytes([et[0], et[1]]) != ethertype::IPV4 {
+        return None;
+    }
+    let ip = frame.get(ethernet::HEADER_LEN..)?;
+    let ihl = usize::from(*ip.first()? & 0x0f) * 4;
+    if *ip.first()? >> 4 != 4 || ihl < 20 || *ip.get(9)? != 6 {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
+    let dst = ip.get(16..20)?;
+    let dst_ip = Ipv4Addr::new(dst[0], dst[1], dst[2], dst[3]);
+    let seg = ip.get(ihl..total)?;
+    let p = tcp::Packet::new_checked(seg).ok()?;
+    let repr = tcp::Repr::parse(&p).ok()?;
+    let payload_len = p.payload().len();
+    Some(RxSeg {
+        dst_ip,
+        repr,
+        payload_len,
+    })
+}
