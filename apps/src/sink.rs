@@ -240,6 +240,61 @@ struct CoreCtx {
     closed: Arc<ArrayQueue<DigestRecord>>,
 }
 
+/// One receiving core driven by another program (`weir-bench e2e`): weir-sink's per-core
+/// loop on the given queues, with no printer, deadline, impairment or capture.
+pub struct ReceiverCore {
+    /// The RX queue to poll.
+    pub rx: PortRxQueue,
+    /// The TX queue for ACKs and replies.
+    pub tx: PortTxQueue,
+    /// Where ACKs are built.
+    pub pool: dpdk::PortPool,
+    /// The TSC clock.
+    pub clock: Clock,
+    /// The pipeline's configuration.
+    pub cfg: PipelineConfig,
+    /// SHA-256 of each connection's bytes (in [`ReceiverResult::digests`]).
+    pub digest: bool,
+    /// Receive and free only (`weir-sink --drop`).
+    pub drop_only: bool,
+    /// Set to stop; the loop checks it every quarter second.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What [`run_receiver`] hands back.
+pub struct ReceiverResult {
+    /// The core's counters, loop figures (busy cycles) included.
+    pub stats: Stats,
+    /// Per-connection digests (with [`ReceiverCore::digest`]).
+    pub digests: Vec<DigestRecord>,
+    /// Connections still open when it stopped (they were reset).
+    pub open_at_stop: u64,
+}
+
+/// Runs weir-sink's per-core loop (`run_core`) on `core` until `core.stop` is set.
+pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
+    let r = run_core(CoreCtx {
+        queue: 0,
+        rx: core.rx,
+        tx: core.tx,
+        pool: core.pool,
+        clock: core.clock,
+        cfg: core.cfg,
+        digest: core.digest,
+        drop_only: core.drop_only,
+        impair: None,
+        stop: core.stop,
+        deadline_ns: None,
+        snapshots: Arc::new(ArrayQueue::new(4)),
+        closed: Arc::new(ArrayQueue::new(1)),
+    })?;
+    Ok(ReceiverResult {
+        stats: r.stats,
+        digests: r.digests,
+        open_at_stop: r.open_at_stop,
+    })
+}
+
 /// Longest list of per-connection digests a core keeps (bounded like everything else).
 const MAX_DIGESTS: usize = 100_000;
 
