@@ -270,6 +270,22 @@ pub struct Sim {
     pub sent: Vec<TcpMeta>,
     /// Connections that were reset.
     pub resets: Vec<ConnId>,
+    /// When set, only transmitted frames to these TCP ports (untagged IPv4) are parsed and
+    /// learned from; the rest are dropped unread (floods, where parsing every SYN-ACK would
+    /// cost more than the test).
+    pub watch_ports: Option<Vec<u16>>,
+    /// The largest values seen by [`Sim::check`].
+    pub peak: Peak,
+}
+
+/// Largest table sizes and buffer counts seen.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Peak {
+    pub conns: usize,
+    pub half_open: usize,
+    pub ooo_bytes: usize,
+    pub gro_runs: usize,
+    pub rx_in_use: usize,
 }
 
 impl Sim {
@@ -297,6 +313,8 @@ impl Sim {
             app_bytes: 0,
             sent: Vec::new(),
             resets: Vec::new(),
+            watch_ports: None,
+            peak: Peak::default(),
         }
     }
 
@@ -374,6 +392,15 @@ impl Sim {
                 return;
             }
             for b in out {
+                if let Some(w) = &self.watch_ports {
+                    let d = b.data();
+                    let port = d
+                        .get(36..38)
+                        .map_or(0, |p| u16::from_be_bytes([p[0], p[1]]));
+                    if !w.contains(&port) {
+                        continue;
+                    }
+                }
                 if let Some(m) = frames::peer_view(b.data()) {
                     self.learn(&m);
                     self.sent.push(m);
@@ -470,7 +497,13 @@ impl Sim {
                 );
             }
         }
+        let pk = &mut self.peak;
         let tcp = self.p.tcp();
+        pk.conns = pk.conns.max(tcp.conn_count());
+        pk.half_open = pk.half_open.max(tcp.half_open_count());
+        pk.ooo_bytes = pk.ooo_bytes.max(tcp.ooo_bytes());
+        pk.gro_runs = pk.gro_runs.max(st.gro_held_runs as usize);
+        pk.rx_in_use = pk.rx_in_use.max(self.rx_pool.in_use());
         assert!(
             tcp.conn_count() <= self.b.max_conns,
             "connection table bound"
