@@ -97,6 +97,11 @@ impl<B: PacketBuf> Pipeline<B> {
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
         let tcp = &mut self.tcp;
         let mut deliver = |seg: Segment<B>| tcp.handle_segment(now, seg);
+        // Runs whose hold time is up leave before this burst is fed: a segment arriving
+        // now must not extend a run that is already due.
+        if let Some(gro) = &mut self.gro {
+            gro.flush_expired(now, &mut deliver);
+        }
         for buf in burst.drain(..) {
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += buf.data().len() as u64;
