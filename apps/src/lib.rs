@@ -2,6 +2,7 @@
 //! and `weir-bench`.
 
 pub mod bench_tap;
+pub mod bench_tcp;
 pub mod config;
 pub mod eal_args;
 pub mod gen;
