@@ -3,8 +3,11 @@
 
 pub mod bench_tap;
 pub mod bench_tcp;
+pub mod capture;
 pub mod config;
 pub mod eal_args;
 pub mod gen;
+pub mod logs;
+pub mod metrics;
 pub mod report;
 pub mod sink;

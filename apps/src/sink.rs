@@ -124,6 +124,30 @@ pub struct SinkArgs {
     /// Name of the tap interface the embedded default creates (ignored with EAL options).
     #[arg(long, value_name = "NAME", default_value = "weirtap0")]
     pub tap_iface: String,
+    /// Read options from a TOML file (keys are the long options, e.g. `gro_flush_ns =
+    /// 50000`, `port = [5001, 5002]`); options on the command line override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Log filter: a level (error, warn, info, debug, trace) or RUST_LOG directives such
+    /// as `info,dpdk=warn` (default: RUST_LOG, else info). DPDK's log is routed in.
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Capture what weir receives and transmits to FILE (pcapng, nanosecond timestamps,
+    /// direction); frames the writer cannot keep up with are left out and counted.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Bytes of each frame kept in the capture.
+    #[arg(long, value_name = "BYTES", default_value_t = 65_535,
+          value_parser = clap::value_parser!(u32).range(64..=262_144))]
+    pub pcap_snaplen: u32,
+    /// Largest capture in MiB; later frames are left out and counted (pcap_dropped).
+    #[arg(long, value_name = "MB", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pcap_max_mb: u64,
+    /// Serve the stats in the Prometheus text format at http://ADDR:PORT/metrics
+    /// (e.g. 127.0.0.1:9108).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 fn parse_impair(s: &str) -> std::result::Result<(ImpairConfig, Option<u64>), String> {
@@ -191,7 +215,14 @@ impl SinkArgs {
 /// Entry point: parses the command line, runs, and maps errors to one line and an exit
 /// code (2 for usage errors, 1 for run-time errors).
 pub fn main(argv: Vec<String>) -> ExitCode {
-    let split = eal_args::split(argv);
+    let mut split = eal_args::split(argv);
+    match crate::config::apply(split.app, &<SinkArgs as clap::CommandFactory>::command()) {
+        Ok(app) => split.app = app,
+        Err(e) => {
+            eprintln!("weir-sink: error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let args = match SinkArgs::try_parse_from(&split.app) {
         Ok(a) => a,
         Err(e) if !e.use_stderr() => e.exit(),
@@ -205,6 +236,10 @@ pub fn main(argv: Vec<String>) -> ExitCode {
     };
     if let Err(e) = args.validate() {
         eprintln!("weir-sink: error: {e}");
+        return ExitCode::from(2);
+    }
+    if let Err(e) = crate::logs::init(args.log_level.as_deref()) {
+        eprintln!("weir-sink: error: {e:#}");
         return ExitCode::from(2);
     }
     match run(args, split.eal) {
@@ -238,6 +273,7 @@ struct CoreCtx {
     deadline_ns: Option<u64>,
     snapshots: Arc<ArrayQueue<(u16, Stats)>>,
     closed: Arc<ArrayQueue<DigestRecord>>,
+    capture: Option<crate::capture::CoreCapture>,
 }
 
 /// One receiving core driven by another program (`weir-bench e2e`): weir-sink's per-core
@@ -287,6 +323,7 @@ pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
         deadline_ns: None,
         snapshots: Arc::new(ArrayQueue::new(4)),
         closed: Arc::new(ArrayQueue::new(1)),
+        capture: None,
     })?;
     Ok(ReceiverResult {
         stats: r.stats,
@@ -439,6 +476,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         let t0 = Clock::cycles();
         now = c.clock.instant_at(t0);
         let mut n = c.rx.rx_burst(&mut rx);
+        if let Some(cap) = c.capture.as_mut() {
+            cap.rx(rx.iter());
+        }
         if let Some(imp) = impair.as_mut() {
             for b in rx.drain(..) {
                 imp.push_with(now, b, |m| copy_mbuf(imp_pool, m), corrupt_mbuf);
@@ -464,6 +504,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         app.serve(&mut p, now);
         let m = p.poll_tx(now, &mut c.pool, &mut out);
         if !out.is_empty() {
+            if let Some(cap) = c.capture.as_mut() {
+                cap.tx(out.iter());
+            }
             lp.tx_packets += c.tx.tx_burst(&mut out) as u64;
             lp.tx_dropped += out.len() as u64;
             out.clear();
@@ -508,6 +551,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
     for _ in 0..64 {
         if p.poll_tx(now, &mut c.pool, &mut out) == 0 {
             break;
+        }
+        if let Some(cap) = c.capture.as_mut() {
+            cap.tx(out.iter());
         }
         lp.tx_packets += c.tx.tx_burst(&mut out) as u64;
         lp.tx_dropped += out.len() as u64;
@@ -600,16 +646,36 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         listen: args.ports.iter().map(|p| (*p, policy)).collect(),
         tx_csum_offload: tx_csum,
     };
-    eprintln!(
-        "weir-sink {} on DPDK {}: port {port_id} mac {} queues {queues}, ip {}, tcp ports {:?}, gro {}, ack policy {policy}, tx csum offload {}",
-        env!("CARGO_PKG_VERSION"),
-        Eal::version(),
-        mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
-        args.ip.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(","),
-        args.ports,
-        if args.no_gro { "off".to_string() } else { format!("flush {} ns, {} flows", args.gro_flush_ns, args.max_flows) },
-        if tx_csum { "on" } else { "off" },
-    );
+    log_startup(&args, &eal, port_id, &port, mac, tx_csum);
+    let capture = match &args.pcap {
+        Some(path) => Some(crate::capture::Capture::start(
+            &eal,
+            &crate::capture::CaptureConfig {
+                path: path.clone(),
+                snaplen: args.pcap_snaplen,
+                max_bytes: args.pcap_max_mb.saturating_mul(1 << 20),
+            },
+            port_id,
+            usize::from(queues),
+        )?),
+        None => None,
+    };
+    let metrics = match args.metrics {
+        Some(addr) => {
+            let m = crate::metrics::Metrics::start(
+                addr,
+                usize::from(queues),
+                crate::metrics::Info {
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    dpdk: Eal::version(),
+                },
+                capture.as_ref().map(|c| c.observer()),
+            )?;
+            tracing::info!("metrics at http://{}/metrics", m.addr());
+            Some(Arc::new(m))
+        }
+        None => None,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -639,6 +705,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             deadline_ns,
             snapshots: snapshots.clone(),
             closed: closed.clone(),
+            capture: capture.as_ref().map(|cap| cap.for_core(usize::from(q), q)),
         });
     }
     let started = std::time::Instant::now();
@@ -657,6 +724,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             None => None,
         };
         let pstop = printer_stop.clone();
+        let metrics = metrics.clone();
         let n = usize::from(queues);
         std::thread::spawn(move || {
             let mut latest: Vec<Stats> = vec![Stats::default(); n];
@@ -671,6 +739,9 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
                     );
                 }
                 while let Some((q, s)) = snapshots.pop() {
+                    if let Some(m) = &metrics {
+                        m.publish(q, &s);
+                    }
                     if let Some(slot) = latest.get_mut(usize::from(q)) {
                         *slot = s;
                     }
@@ -748,11 +819,29 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         digests.extend(r.digests);
     }
     total.conns_open = open_at_stop;
+    if let Some(m) = &metrics {
+        for (q, s) in stats.iter().enumerate() {
+            m.publish(q as u16, s);
+        }
+    }
+    let pcap = match capture {
+        Some(cap) => Some(cap.finish()?),
+        None => None,
+    };
     // Closing the port returns the mbufs its RX rings held.
     port.close().context("closing the port")?;
     let in_use = pool.in_use() as u64;
     total.lp.mbufs_in_use = in_use;
     println!("{}", report::summary(&total, in_use, elapsed));
+    if let (Some(t), Some(path)) = (pcap, &args.pcap) {
+        println!(
+            "  capture: {} frames ({} bytes) written to {}, {} left out (pcap_dropped)",
+            t.written,
+            t.bytes,
+            path.display(),
+            t.dropped
+        );
+    }
     if let Some(path) = &args.stats_json {
         let v = report::final_json(
             &total,
@@ -762,10 +851,50 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             elapsed,
             args.settings_json(),
         );
+        let mut v = v;
+        if let (Some(t), serde_json::Value::Object(m)) = (pcap, &mut v) {
+            m.insert("pcap_written".into(), json!(t.written));
+            m.insert("pcap_bytes".into(), json!(t.bytes));
+            m.insert("pcap_dropped".into(), json!(t.dropped));
+        }
         let text = serde_json::to_string_pretty(&v)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// The one start-up line: versions, port, queues, lcores, offloads, every GRO/ACK setting.
+fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 6], tx_csum: bool) {
+    let off = port.offloads();
+    let gro = GroConfig::default();
+    let mut lcores = vec![0u32];
+    lcores.extend(eal.worker_lcores());
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        dpdk = %Eal::version(),
+        port = port_id,
+        mac = %mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
+        queues = args.queues,
+        lcores = ?lcores,
+        ip = %args.ip.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(","),
+        tcp_ports = ?args.ports,
+        rx_ipv4_cksum = off.rx_ipv4_cksum(),
+        rx_tcp_cksum = off.rx_tcp_cksum(),
+        tx_csum_offload = tx_csum,
+        gro = !args.no_gro,
+        gro_flush_ns = args.gro_flush_ns,
+        gro_max_flows = args.max_flows,
+        gro_max_segs = gro.max_segs,
+        gro_max_bytes = gro.max_bytes,
+        ack_policy = %args.policy(),
+        quickack_psh_mss = ?args.quickack_psh_mss,
+        max_conns = args.max_conns,
+        rcvbuf = args.rcvbuf,
+        mbufs = args.mbufs,
+        pcap = ?args.pcap,
+        metrics = ?args.metrics,
+        "weir-sink starting"
+    );
 }
 
 /// A seed for ISNs and SYN cookies from the OS's randomness (RFC 6528 wants them

@@ -5,7 +5,7 @@
 //! - [`copy`] (`rte_pcapng_copy`), on the core that owns the packet: copies the first
 //!   `snaplen` bytes into an mbuf from a dedicated capture pool and wraps them in an
 //!   Enhanced Packet Block with the port, queue, direction and a TSC timestamp that the
-//!   library converts to nanoseconds (the file's interfaces say `if_tsresol` = 9);
+//!   is written in nanoseconds (the file's interfaces say `if_tsresol` = 9);
 //! - [`PcapngWriter::write`] (`rte_pcapng_write_packets`), on any thread: appends copies
 //!   to the file with one `writev`.
 //!
@@ -13,6 +13,14 @@
 //! exists when it is created, so create it after the ports are probed and configured.
 //! Only mbufs made by [`copy`] may be written: the library warns that original mbufs
 //! produce an invalid file.
+//!
+//! ## Timestamps
+//! DPDK 22.11's `rte_pcapng_copy` converts the TSC with a reference taken in a library
+//! constructor, before `rte_eal_init` has measured the TSC frequency, so its timestamps
+//! are centuries off. [`copy`] therefore overwrites the block's timestamp (bytes 12..20 of
+//! the Enhanced Packet Block, two host-order 32-bit halves) with its own conversion:
+//! wall-clock nanoseconds at a reference taken on first use, plus TSC cycles since then
+//! scaled by a 32.32 fixed-point factor.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -20,6 +28,8 @@ use std::io;
 use std::os::fd::IntoRawFd;
 use std::path::Path;
 use std::ptr::NonNull;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::mbuf::Mbuf;
 use crate::mempool::Mempool;
@@ -77,7 +87,35 @@ pub fn copy(
         )
     };
     // SAFETY: a non-NULL result is a fresh mbuf chain that nothing else references.
-    NonNull::new(raw).map(|r| unsafe { Mbuf::from_raw(r) })
+    let mut c = NonNull::new(raw).map(|r| unsafe { Mbuf::from_raw(r) })?;
+    let ns = tsc_to_unix_ns(tsc);
+    if let Some(ts) = c.data_mut().get_mut(12..20) {
+        ts[..4].copy_from_slice(&((ns >> 32) as u32).to_ne_bytes());
+        ts[4..].copy_from_slice(&(ns as u32).to_ne_bytes());
+    }
+    Some(c)
+}
+
+/// TSC-to-wall-clock reference: (TSC, Unix ns, ns per cycle in 32.32 fixed point).
+static TIME_REF: OnceLock<(u64, u64, u128)> = OnceLock::new();
+
+/// Nanoseconds since the Unix epoch at TSC `tsc`.
+fn tsc_to_unix_ns(tsc: u64) -> u64 {
+    let &(ref_tsc, ref_ns, mult) = TIME_REF.get_or_init(|| {
+        // SAFETY: reads the TSC and EAL's measured frequency; no preconditions.
+        let (t0, hz) = unsafe { (dpdk_sys::rte_get_tsc_cycles(), dpdk_sys::rte_get_tsc_hz()) };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mult = (1_000_000_000u128 << 32) / u128::from(hz.max(1));
+        (t0, now, mult)
+    });
+    let scaled = |d: u64| ((u128::from(d) * mult) >> 32) as u64;
+    if tsc >= ref_tsc {
+        ref_ns.wrapping_add(scaled(tsc - ref_tsc))
+    } else {
+        ref_ns.wrapping_sub(scaled(ref_tsc - tsc))
+    }
 }
 
 /// An open pcapng capture file (`rte_pcapng_t`); closed on drop.
