@@ -25,6 +25,7 @@
 mod clock;
 mod eal;
 mod error;
+pub mod gro;
 pub mod log;
 mod mbuf;
 mod mempool;
