@@ -1,1 +1,3 @@
 //! Shared fixtures for weir's criterion benchmarks.
+
+pub mod gro_fixture;
