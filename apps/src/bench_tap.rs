@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 const TAP: &str = "weirtap0";
@@ -137,13 +137,7 @@ fn run_case(drop_mode: bool, secs: u64, dir: &Path, run: usize) -> Result<CaseRe
         let t = secs.to_string();
         if drop_mode {
             // No ARP answers from a bare loop: a static neighbor entry for weir's MAC.
-            let text = std::fs::read_to_string(&log)?;
-            let mac = text
-                .split_whitespace()
-                .skip_while(|w| *w != "mac")
-                .nth(1)
-                .ok_or_else(|| anyhow!("weir-sink did not print its MAC"))?
-                .to_string();
+            let mac = wait_for_mac(&log)?;
             sh("ip", &["-n", &ns.name, "neigh", "replace", WEIR_IP, "lladdr", &mac, "dev", TAP, "nud", "permanent"])?;
             sh("ip", &["netns", "exec", &ns.name, "iperf", "-u", "-c", WEIR_IP, "-b", "40000M", "-l", "1472", "-P", "8", "-t", &t])?;
         } else {
@@ -163,6 +157,27 @@ fn run_case(drop_mode: bool, secs: u64, dir: &Path, run: usize) -> Result<CaseRe
     let _ = sink.wait();
     result?;
     window(&stats_log, drop_mode)
+}
+
+/// weir-sink's MAC from its start-up line (`... mac 02:..:..`), waiting for the line.
+fn wait_for_mac(log: &Path) -> Result<String> {
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let found = words.windows(2).find_map(|w| {
+            let m = w[1].trim_matches(|c: char| !c.is_ascii_hexdigit() && c != ':');
+            let mac_like = m.len() == 17 && m.split(':').count() == 6;
+            (w[0].trim_end_matches(['=', ':']) == "mac" && mac_like).then(|| m.to_string())
+        });
+        if let Some(m) = found {
+            return Ok(m);
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            bail!("weir-sink did not print its MAC within 30 s: {text}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Rates over the span of `--stats-log` lines in which payload arrived.
