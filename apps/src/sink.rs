@@ -869,11 +869,16 @@ fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 
     let gro = GroConfig::default();
     let mut lcores = vec![0u32];
     lcores.extend(eal.worker_lcores());
+    let mac = mac
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    // The message repeats "port N mac M" as plain words: scripts (weir-bench tap) read it.
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         dpdk = %Eal::version(),
         port = port_id,
-        mac = %mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
         queues = args.queues,
         lcores = ?lcores,
         ip = %args.ip.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(","),
@@ -893,7 +898,9 @@ fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 
         mbufs = args.mbufs,
         pcap = ?args.pcap,
         metrics = ?args.metrics,
-        "weir-sink starting"
+        "weir-sink {} starting on port {port_id} mac {mac}, {} queues",
+        env!("CARGO_PKG_VERSION"),
+        args.queues
     );
 }
 
