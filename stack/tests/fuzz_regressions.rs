@@ -102,3 +102,79 @@ fn report() {
         tot[0], tot[1], tot[2], tot[3], tot[4], tot[5]
     );
 }
+
+/// Writes the `parse` seed corpus (valid frames of every kind, each with software and
+/// NIC-verified checksum verdicts) to `fuzz/seeds/parse/`:
+/// `cargo test -p stack --test fuzz_regressions write_parse_seeds -- --ignored`.
+#[test]
+#[ignore]
+fn write_parse_seeds() {
+    use stack::wire::ipv6::ext;
+    use stack::wire::{TcpFlags, TcpOptions, Timestamp};
+    use support::frames::{self, Peer};
+
+    let dir = fuzz_dir().join("seeds/parse");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p4 = Peer::v4(1, 40000);
+    let p6 = Peer::v6(1, 40000);
+    let mut syn = p4.seg(1, 0, TcpFlags::SYN);
+    syn.opts = TcpOptions {
+        mss: Some(1460),
+        wscale: Some(7),
+        sack_permitted: true,
+        timestamp: Some(Timestamp { tsval: 1, tsecr: 0 }),
+        ..TcpOptions::default()
+    };
+    let mut sack = p4.seg(1, 2, TcpFlags::ACK);
+    sack.opts.sack_count = 3;
+    let mut ts = p6.seg(1, 2, TcpFlags::ACK | TcpFlags::PSH);
+    ts.opts.timestamp = Some(Timestamp { tsval: 5, tsecr: 6 });
+    let frames: Vec<(&str, Vec<u8>)> = vec![
+        ("syn4", syn.to_vec(b"")),
+        ("syn6", TcpFrame6(syn, p6).to_vec()),
+        ("data4", p4.seg(1, 2, TcpFlags::ACK).to_vec(b"some payload")),
+        ("data6_ts", ts.to_vec(b"v6 payload")),
+        (
+            "vlan4",
+            Peer {
+                vlan: Some(3),
+                ..p4
+            }
+            .seg(1, 2, TcpFlags::ACK)
+            .to_vec(b"x"),
+        ),
+        ("sack4", sack.to_vec(b"")),
+        (
+            "ext6",
+            frames::ip6_with_ext(
+                &p6,
+                &p6.seg(1, 2, TcpFlags::ACK),
+                b"xyz",
+                &[(ext::HOP_BY_HOP, 0), (ext::DEST_OPTS, 1)],
+            ),
+        ),
+        ("arp", frames::arp_request(1, frames::OUR_IP4)),
+        ("echo4", frames::echo4(1, b"ping")),
+        ("echo6", frames::echo6(1, b"ping")),
+        ("ns", frames::neighbor_solicit(1)),
+    ];
+    for (name, f) in frames {
+        for (v, tag) in [(0u8, "sw"), (4u8, "nic")] {
+            let mut d = vec![v];
+            d.extend_from_slice(&f);
+            std::fs::write(dir.join(format!("{name}-{tag}")), d).unwrap();
+        }
+    }
+}
+
+/// `f` re-addressed as IPv6 from `p` (same TCP header and options).
+struct TcpFrame6(stack::wire::TcpFrame, support::frames::Peer);
+
+impl TcpFrame6 {
+    fn to_vec(&self) -> Vec<u8> {
+        let mut f = self.0;
+        f.src_ip = self.1.ip;
+        f.dst_ip = self.1.our_ip();
+        f.to_vec(b"")
+    }
+}

@@ -66,14 +66,14 @@ pub fn parse_one(data: &[u8]) {
     let l = local();
     let p = parse(frame, cs, &l);
     check_parsed(&p, frame, cs);
-    // parse_into over a dirty slot gives the same answer.
-    let mut slot = parse(
-        &frames::Peer::v4(1, 40000)
+    // parse_into over a dirty slot (a previous TCP result) gives the same answer.
+    static DIRTY: std::sync::OnceLock<Parsed> = std::sync::OnceLock::new();
+    let mut slot = *DIRTY.get_or_init(|| {
+        let syn = frames::Peer::v4(1, 40000)
             .seg(1, 2, TcpFlags::SYN)
-            .to_vec(b""),
-        RxChecksum::default(),
-        &l,
-    );
+            .to_vec(b"");
+        parse(&syn, RxChecksum::default(), &local())
+    });
     parse_into(frame, cs, &l, &mut slot);
     assert_eq!(slot, p, "parse_into disagrees with parse");
 }
@@ -823,22 +823,25 @@ impl Sim {
             Op::EndBurst => self.run_burst(),
             Op::Advance(d) => self.advance(d.get()),
             Op::Read { conn, max } => {
+                // The pending burst first: it may end the connection picked.
+                self.run_burst();
                 if let Some(id) = self.pick(*conn) {
-                    self.run_burst();
                     self.read(id, usize::from(*max));
                 }
             }
             Op::Close(c) => {
+                // The pending burst first: it may end the connection picked.
+                self.run_burst();
                 if let Some(id) = self.pick(*c) {
-                    self.run_burst();
                     let now = self.now;
                     assert!(self.p.tcp().close(now, id).is_ok());
                     self.after_input();
                 }
             }
             Op::Abort(c) => {
+                // The pending burst first: it may end the connection picked.
+                self.run_burst();
                 if let Some(id) = self.pick(*c) {
-                    self.run_burst();
                     assert!(self.p.tcp().abort(id).is_ok());
                     self.after_input();
                 }
@@ -926,6 +929,7 @@ impl Sim {
 
     fn pick(&mut self, i: u8) -> Option<ConnId> {
         self.events();
+        debug_assert!(self.burst.is_empty());
         if self.conns.is_empty() {
             return None;
         }
