@@ -11,6 +11,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
+    Gro {
+        /// One JSON object per (implementation, row).
+        #[arg(long)]
+        json: bool,
+    },
     /// Kernel TCP over net_tap into weir-sink, beside a bare receive-and-free loop.
     Tap {
         /// One JSON object per row.
@@ -28,6 +34,7 @@ enum Cmd {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Gro { json } => apps::bench_gro::run(json),
         Cmd::Tap { json, seconds, runs } => apps::bench_tap::run(json, seconds, runs),
     };
     match r {

@@ -1,0 +1,257 @@
+//! `weir-bench gro`: weir's GRO side by side with DPDK's `rte_gro` (heavyweight mode), in
+//! one process, on the same bursts of real mbufs (issue 3, "Benchmark"; the fixture and
+//! what is timed are described in `benches::gro_fixture`).
+//!
+//! Every row (pattern x flows x flush window) runs both implementations [`REPEATS`] times,
+//! alternating which goes first, over [`SEGMENTS`] timed segments after a warm-up; the
+//! medians are reported, then the issue's targets and whether they are met.
+
+use anyhow::{Context, Result};
+use benches::gro_fixture::{
+    eal_args, measure, prepare_pool, Generator, Measurement, Pattern, RteGro, WeirGro, BURST,
+    FLOW_COUNTS, FLUSH_NS,
+};
+use dpdk::{Clock, Eal, Mempool};
+use serde_json::json;
+
+/// Measurements per (implementation, row); the median is reported.
+pub const REPEATS: usize = 5;
+
+/// Timed segments per measurement.
+pub const SEGMENTS: u64 = 64 * 1024;
+
+/// Untimed segments before each measurement (fills the tables: at 4,096 flows every flow
+/// gets several segments first).
+const WARMUP: u64 = 16 * 1024;
+
+/// One row of the report: medians for both implementations.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    pattern: Pattern,
+    flows: u32,
+    flush_ns: u64,
+    weir: Measurement,
+    rte: Measurement,
+}
+
+impl Row {
+    /// `rte_gro`'s ns per segment over weir's: how many times faster weir is.
+    fn ratio(&self) -> f64 {
+        self.rte.ns_per_segment / self.weir.ns_per_segment
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn median_of(ms: &[Measurement]) -> Measurement {
+    let med = |f: fn(&Measurement) -> f64| median(ms.iter().map(f).collect());
+    Measurement {
+        ns_per_segment: med(|m| m.ns_per_segment),
+        segments_per_unit: med(|m| m.segments_per_unit),
+        wall_ns_per_segment: med(|m| m.wall_ns_per_segment),
+        cpu_share: med(|m| m.cpu_share),
+    }
+}
+
+/// Measures one row: both implementations, `REPEATS` times each, alternating order.
+fn measure_row(
+    eal: &Eal,
+    pool: Mempool,
+    clock: &Clock,
+    pattern: Pattern,
+    flows: u32,
+    flush_ns: u64,
+) -> Result<Row> {
+    let bursts = SEGMENTS / BURST as u64;
+    let warmup = WARMUP / BURST as u64;
+    let (mut weir, mut rte) = (Vec::new(), Vec::new());
+    for rep in 0..REPEATS {
+        for side in 0..2 {
+            let mut gen = Generator::new(pool, pattern, flows);
+            if (rep + side) % 2 == 0 {
+                let mut rx = WeirGro::new(*clock, flows, flush_ns);
+                weir.push(measure(&mut rx, &mut gen, clock, warmup, bursts));
+            } else {
+                let mut rx = RteGro::new(eal, clock, flows, flush_ns)
+                    .with_context(|| format!("rte_gro context for {flows} flows"))?;
+                rte.push(measure(&mut rx, &mut gen, clock, warmup, bursts));
+            }
+        }
+    }
+    Ok(Row {
+        pattern,
+        flows,
+        flush_ns,
+        weir: median_of(&weir),
+        rte: median_of(&rte),
+    })
+}
+
+/// Runs every row and prints the table (or JSON lines with `json`) and the targets.
+pub fn run(json: bool) -> Result<()> {
+    let eal = Eal::init(eal_args("gro")).context("initialising the EAL")?;
+    let pool = prepare_pool(&eal, "weir-bench-gro").context("creating the mbuf pool")?;
+    let clock = Clock::new(&eal);
+
+    let mut rows = Vec::new();
+    for pattern in Pattern::ALL {
+        for flows in FLOW_COUNTS {
+            for flush_ns in FLUSH_NS {
+                if !json {
+                    eprint!(
+                        "\rweir-bench gro: {} {flows} flows {flush_ns} ns ...   ",
+                        pattern.name()
+                    );
+                }
+                rows.push(measure_row(&eal, pool, &clock, pattern, flows, flush_ns)?);
+            }
+        }
+    }
+    if !json {
+        eprintln!();
+    }
+
+    if json {
+        for r in &rows {
+            for (name, m) in [("weir", r.weir), ("rte_gro", r.rte)] {
+                println!(
+                    "{}",
+                    json!({
+                        "impl": name,
+                        "pattern": r.pattern.name(),
+                        "flows": r.flows,
+                        "flush_ns": r.flush_ns,
+                        "ns_per_segment": m.ns_per_segment,
+                        "segments_per_unit": m.segments_per_unit,
+                        "ratio": r.ratio(),
+                    })
+                );
+            }
+        }
+    } else {
+        print_table(&rows);
+    }
+    print_targets(&rows, json);
+    Ok(())
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "weir-bench gro: medians of {REPEATS} runs of {SEGMENTS} segments (bursts of {BURST}, \
+         1448-byte payloads, TSC {})",
+        load()
+    );
+    println!(
+        "{:<7} {:>6} {:>9} | {:>11} {:>9} | {:>11} {:>9} | {:>8}",
+        "pattern",
+        "flows",
+        "flush_ns",
+        "weir ns/seg",
+        "seg/unit",
+        "rte ns/seg",
+        "seg/unit",
+        "speedup"
+    );
+    for r in rows {
+        println!(
+            "{:<7} {:>6} {:>9} | {:>11.1} {:>9.1} | {:>11.1} {:>9.1} | {:>7.2}x",
+            r.pattern.name(),
+            r.flows,
+            r.flush_ns,
+            r.weir.ns_per_segment,
+            r.weir.segments_per_unit,
+            r.rte.ns_per_segment,
+            r.rte.segments_per_unit,
+            r.ratio()
+        );
+    }
+}
+
+/// The machine's load average, for the record (noise on a shared machine).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| {
+            let f: Vec<&str> = s.split_whitespace().take(3).collect();
+            format!("load average {}", f.join(" "))
+        })
+        .unwrap_or_default()
+}
+
+fn find(rows: &[Row], pattern: Pattern, flows: u32, flush_ns: u64) -> Option<&Row> {
+    rows.iter()
+        .find(|r| r.pattern == pattern && r.flows == flows && r.flush_ns == flush_ns)
+}
+
+/// The issue's targets, each with the figures it was judged on. Printed to stderr with
+/// `--json` so that stdout stays one object per line.
+fn print_targets(rows: &[Row], json: bool) {
+    const W: u64 = 100_000;
+    let mut lines = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        lines.push(format!("  [{}] {what}", if ok { "met" } else { "MISSED" }));
+    };
+    if let Some(r) = find(rows, Pattern::Rr, 1, W) {
+        check(
+            r.ratio() >= 1.5,
+            format!(
+                "rr, 1 flow, 100,000 ns: weir >= 1.5x faster than rte_gro: {:.2}x",
+                r.ratio()
+            ),
+        );
+    }
+    if let Some(r) = find(rows, Pattern::Rr, 256, W) {
+        check(
+            r.ratio() >= 10.0,
+            format!(
+                "rr, 256 flows, 100,000 ns: weir >= 10x faster than rte_gro: {:.2}x",
+                r.ratio()
+            ),
+        );
+    }
+    for pattern in Pattern::ALL {
+        for flush_ns in FLUSH_NS {
+            if let (Some(one), Some(many)) = (
+                find(rows, pattern, 1, flush_ns),
+                find(rows, pattern, 4096, flush_ns),
+            ) {
+                let x = many.weir.ns_per_segment / one.weir.ns_per_segment;
+                check(
+                    x <= 3.0,
+                    format!(
+                        "{}, {flush_ns} ns: weir at 4,096 flows within 3x of 1 flow: {x:.2}x \
+                         ({:.1} vs {:.1} ns/seg; rte_gro {:.1}x)",
+                        pattern.name(),
+                        many.weir.ns_per_segment,
+                        one.weir.ns_per_segment,
+                        many.rte.ns_per_segment / one.rte.ns_per_segment
+                    ),
+                );
+            }
+        }
+    }
+    for flows in [256, 4096] {
+        if let Some(r) = find(rows, Pattern::Train, flows, W) {
+            check(
+                r.weir.segments_per_unit >= 40.0,
+                format!(
+                    "train, {flows} flows, 100,000 ns: weir >= 40 segments per unit: {:.1} \
+                     (rte_gro {:.1})",
+                    r.weir.segments_per_unit, r.rte.segments_per_unit
+                ),
+            );
+        }
+    }
+    let out = format!("targets:\n{}", lines.join("\n"));
+    if json {
+        eprintln!("{out}");
+    } else {
+        println!("{out}");
+    }
+}
