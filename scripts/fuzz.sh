@@ -49,6 +49,7 @@ for t in "${targets[@]}"; do
   artifacts=fuzz/artifacts/$t
   regress=fuzz/regressions/$t
   mkdir -p "$corpus" "$artifacts" "$regress" "fuzz/seeds/$t"
+  rm -f "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*
   log=$(mktemp)
   echo "==> fuzzing $t for ${secs}s"
   (cd fuzz && cargo fuzz run -O -s "$sanitizer" "$t" "corpus/$t" "seeds/$t" "regressions/$t" -- \
