@@ -11,6 +11,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// weir-gen -> ring pair -> weir-sink in one process on two lcores: drop, stack and
+    /// stack --no-gro side by side at 1, 64 and 4,096 flows.
+    E2e {
+        /// One JSON object per row (and one for the target check).
+        #[arg(long)]
+        json: bool,
+        /// Seconds of data per case.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Rounds (medians are reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Flow counts (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 64, 4096])]
+        flows: Vec<u32>,
+    },
     /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
     Gro {
         /// One JSON object per (implementation, row).
@@ -34,6 +50,12 @@ enum Cmd {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::E2e {
+            json,
+            seconds,
+            runs,
+            flows,
+        } => apps::bench_e2e::run(json, seconds, runs, &flows),
         Cmd::Gro { json } => apps::bench_gro::run(json),
         Cmd::Tap { json, seconds, runs } => apps::bench_tap::run(json, seconds, runs),
     };
