@@ -164,11 +164,15 @@ fn wait_for_mac(log: &Path) -> Result<String> {
     let t0 = Instant::now();
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        let words: Vec<&str> = text.split_whitespace().collect();
+        // Either `mac=02:..` (the tracing start-up line) or `mac 02:..`.
+        let words: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || c == '=' || c == '"')
+            .filter(|w| !w.is_empty())
+            .collect();
         let found = words.windows(2).find_map(|w| {
             let m = w[1].trim_matches(|c: char| !c.is_ascii_hexdigit() && c != ':');
             let mac_like = m.len() == 17 && m.split(':').count() == 6;
-            (w[0].trim_end_matches(['=', ':']) == "mac" && mac_like).then(|| m.to_string())
+            (w[0] == "mac" && mac_like).then(|| m.to_string())
         });
         if let Some(m) = found {
             return Ok(m);
