@@ -414,7 +414,8 @@ fn parse_ipv4(
                 return Err(DropReason::NotOurMac);
             }
             // RFC 9293 §3.1: the IPv4 pseudo-header has the TCP length, not the IP length.
-            let pseudo = checksum::pseudo_v4(src, dst, protocol::TCP, l4.len() as u16);
+            // Computed only when the checksum is verified in software.
+            let pseudo = || checksum::pseudo_v4(src, dst, protocol::TCP, l4.len() as u16);
             let fill = |m: &mut TcpMeta| {
                 m.flow.src = v4_mapped(src);
                 m.flow.dst = v4_mapped(dst);
@@ -501,7 +502,7 @@ fn parse_ipv6(
                 return Err(DropReason::NotOurMac);
             }
             // RFC 8200 §8.1: the upper-layer length excludes extension headers.
-            let pseudo = checksum::pseudo_v6(src, dst, protocol::TCP, l4.len() as u32);
+            let pseudo = || checksum::pseudo_v6(src, dst, protocol::TCP, l4.len() as u32);
             let fill = |m: &mut TcpMeta| {
                 m.flow.src = src;
                 m.flow.dst = dst;
@@ -578,7 +579,7 @@ fn parse_tcp(
     seg_off: usize,
     l2: &L2<'_>,
     fill: impl FnOnce(&mut TcpMeta),
-    pseudo: u64,
+    pseudo: impl FnOnce() -> u64,
     l4csum: ChecksumStatus,
     out: &mut Parsed,
 ) -> Result<(), DropReason> {
@@ -587,7 +588,7 @@ fn parse_tcp(
         ChecksumStatus::Good => {}
         ChecksumStatus::Bad => return Err(DropReason::TcpBadChecksum),
         ChecksumStatus::Unknown => {
-            if !t.verify_checksum(pseudo) {
+            if !t.verify_checksum(pseudo()) {
                 return Err(DropReason::TcpBadChecksum);
             }
         }
