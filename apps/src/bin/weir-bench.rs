@@ -33,6 +33,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// TCP receive + ACK decision per wire segment, and ACK building, on in-memory buffers.
+    Tcp {
+        /// One JSON object per row.
+        #[arg(long)]
+        json: bool,
+    },
     /// Kernel TCP over net_tap into weir-sink, beside a bare receive-and-free loop.
     Tap {
         /// One JSON object per row.
@@ -57,6 +63,7 @@ fn main() -> std::process::ExitCode {
             flows,
         } => apps::bench_e2e::run(json, seconds, runs, &flows),
         Cmd::Gro { json } => apps::bench_gro::run(json),
+        Cmd::Tcp { json } => apps::bench_tcp::run(json),
         Cmd::Tap { json, seconds, runs } => apps::bench_tap::run(json, seconds, runs),
     };
     match r {
