@@ -15,7 +15,7 @@
 //! retransmission timer, which is 200 ms (Linux's minimum RTO) doubled per expiry up to
 //! 2 s, without an RTT estimator (the ring path's RTT is microseconds); timers are
 //! scanned [`TIMER_SCAN`] flows per call, so a timer fires at most `flows / TIMER_SCAN`
-//! iterations late.
+//! iterations (of at least 10 µs) late.
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
@@ -32,6 +32,10 @@ use super::{AckCounting, GenConfig, PshMode};
 
 /// Flows whose timers one [`Sender::handle_timeout`] call checks.
 pub const TIMER_SCAN: usize = 256;
+
+/// Least time between two timer scans: an idle loop spins much faster than any timer
+/// needs checking (the profile showed the scan at 13% of the generator's cycles).
+const SCAN_EVERY: Duration = Duration::from_micros(10);
 
 /// Header bytes of a data segment: Ethernet 14, IPv4 20, TCP 20 + timestamps 12.
 pub const HDR_LEN: usize = 66;
@@ -200,6 +204,7 @@ pub struct Sender {
     half_open: u32,
     finished: u32,
     timer_cursor: usize,
+    next_scan: Instant,
     dst_mac: Option<[u8; 6]>,
     arp_next: Instant,
     started: Option<Instant>,
@@ -295,6 +300,7 @@ impl Sender {
             half_open: 0,
             finished: 0,
             timer_cursor: 0,
+            next_scan: Instant::ZERO,
             arp_next: Instant::ZERO,
             started: None,
             stop_at: None,
@@ -696,7 +702,7 @@ impl Sender {
     }
 
     /// Fires what is due: the duration's end, retransmission timers, burst gaps. Checks
-    /// at most [`TIMER_SCAN`] flows per call.
+    /// at most [`TIMER_SCAN`] flows per call, at most once per 10 µs.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.started.is_none() {
             self.start(now);
@@ -705,9 +711,10 @@ impl Sender {
             self.stop_writing(now);
         }
         let n = self.flows.len();
-        if self.cfg.blast {
+        if self.cfg.blast || now < self.next_scan {
             return;
         }
+        self.next_scan = now + SCAN_EVERY;
         for _ in 0..TIMER_SCAN.min(n) {
             let i = self.timer_cursor;
             self.timer_cursor = if i + 1 == n { 0 } else { i + 1 };
