@@ -2,13 +2,14 @@
 # Installs what weir needs to build and test on Debian 12 (bookworm):
 #   libdpdk-dev (DPDK 22.11, with its poll-mode drivers as plugins), pkg-config, clang and
 #   libclang-dev (bindgen), iproute2 (network namespaces, tap set-up), iperf and socat
-#   (the kernel-side TCP senders), jq (reading weir's JSON stats) and iputils-ping.
+#   (the kernel-side TCP senders), jq (reading weir's JSON stats), iputils-ping, tshark
+#   (reading weir-sink's --pcap captures in the tests) and curl (scraping --metrics).
 # Idempotent: when every package is already installed it touches nothing (and needs no
 # root); otherwise it must run as root and does `apt-get update` then `apt-get install`.
 # It also checks that Rust (cargo, rustc >= 1.85) is installed.
 set -euo pipefail
 
-PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping)
+PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl)
 MIN_RUST=1.85
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }
@@ -33,6 +34,8 @@ else
     die "missing packages: ${missing[*]}. Run this script as root (sudo scripts/setup.sh) or: apt-get update && apt-get install ${missing[*]}"
   say "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # tshark's wireshark-common asks whether non-root users may capture: answer no, quietly.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 fi
