@@ -256,6 +256,13 @@ pub const METRICS: &[MetricDef] = &[
         "weir_ooo_bytes_held",
         "Out-of-order bytes held at the snapshot.",
     ),
+    MetricDef {
+        json: "impairment",
+        name: "weir_impairment_frames_total",
+        kind: Kind::Counter,
+        help: "Frames through --impair, by outcome (offered, delivered, dropped, reordered, duplicated, corrupted, overflow).",
+        label: Some("outcome"),
+    },
     c(
         "pcap_written",
         "weir_pcap_written_total",
@@ -268,8 +275,10 @@ pub const METRICS: &[MetricDef] = &[
     ),
 ];
 
-/// JSON keys that have no metric of their own.
-const SKIPPED: &[&str] = &["drops_total"];
+/// JSON keys that have no metric of their own: `drops_total` is the sum of
+/// `weir_drops_total`, and `mbufs_in_use` is written by [`render`] itself (one pool shared
+/// by the cores, so the total is not a sum).
+const SKIPPED: &[&str] = &["drops_total", "mbufs_in_use"];
 
 /// The latest snapshot of each core, shared by the publisher and the HTTP thread.
 #[derive(Debug)]
@@ -595,4 +604,43 @@ pub fn render(
         out.push_str(&lines);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> Info {
+        Info {
+            version: "0.1.0".into(),
+            dpdk: "DPDK 22.11".into(),
+        }
+    }
+
+    #[test]
+    fn every_family_once_with_help_and_type() {
+        let mut a = Stats::default();
+        a.pipeline.rx_packets = 7;
+        a.lp.mbufs_in_use = 3;
+        let b = a.clone();
+        let text = render(&[Some(a), Some(b)], &info(), None, 1.0);
+        let mut seen = std::collections::HashSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap_or("");
+                assert!(seen.insert(name.to_owned()), "family {name} twice");
+            }
+        }
+        assert!(text.contains("weir_rx_packets_total{core=\"0\"} 7\n"));
+        assert!(text.contains("weir_rx_packets_total{core=\"1\"} 7\n"));
+        assert!(text.contains("weir_rx_packets_total 14\n"));
+        assert!(text.contains("weir_mbufs_in_use 3\n"));
+        assert!(text.contains("weir_acks_total{reason=\"stretch\",core=\"0\"} 0\n"));
+        assert!(text.contains("# TYPE weir_gro_flushes_total counter\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
 }
