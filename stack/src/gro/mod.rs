@@ -77,7 +77,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use stats::{FlushReason, GroStats};
+pub use stats::{FlushReason, GroStats, HoldHistogram, HOLD_BUCKETS};
 
 use crate::buf::{PacketBuf, PayloadChain, PayloadSlice, MAX_CHAIN};
 use crate::flow::FlowKey;
@@ -102,6 +102,10 @@ pub struct GroConfig {
     /// Most payload bytes in one run; a run ends before it would pass this. The default,
     /// 65,535, keeps a run under Linux's `GRO_LEGACY_MAX_SIZE` (64 KiB).
     pub max_bytes: u32,
+    /// Record every segment's hold time (arrival to its unit's flush) in
+    /// [`GroStats::hold_ns`]. Off by default: it costs one store per segment and one
+    /// histogram update per segment flushed, and 512 bytes of arrival times per table slot.
+    pub hold_histogram: bool,
 }
 
 impl Default for GroConfig {
@@ -111,6 +115,7 @@ impl Default for GroConfig {
             max_flows: 4096,
             max_segs: MAX_CHAIN as u16,
             max_bytes: 65_535,
+            hold_histogram: false,
         }
     }
 }
@@ -123,6 +128,7 @@ impl GroConfig {
             max_flows: self.max_flows.clamp(1, MAX_RUNS),
             max_segs: self.max_segs.clamp(1, MAX_CHAIN as u16),
             max_bytes: self.max_bytes.max(1),
+            hold_histogram: self.hold_histogram,
         }
     }
 }
@@ -285,6 +291,10 @@ pub struct Gro<B> {
     /// Cold halves of the runs, indexed by the table's slots.
     cold: Box<[Cold<B>]>,
     stats: GroStats,
+    /// With `hold_histogram`: each held segment's arrival, `MAX_CHAIN` per table slot.
+    arrivals: Option<Box<[Instant]>>,
+    /// The latest `now` seen (`flush_all` has none of its own).
+    now: Instant,
 }
 
 impl<B: PacketBuf> Gro<B> {
@@ -294,11 +304,19 @@ impl<B: PacketBuf> Gro<B> {
         let cfg = cfg.clamped();
         let table = FlowTable::new(cfg.max_flows);
         let cold = (0..table.capacity()).map(|_| Cold::default()).collect();
+        let arrivals = cfg
+            .hold_histogram
+            .then(|| vec![Instant::from_nanos(0); table.capacity() * MAX_CHAIN].into_boxed_slice());
         Gro {
             cfg,
             table,
             cold,
-            stats: GroStats::default(),
+            stats: GroStats {
+                hold_ns: cfg.hold_histogram.then(Box::default),
+                ..GroStats::default()
+            },
+            arrivals,
+            now: Instant::from_nanos(0),
         }
     }
 
@@ -331,6 +349,7 @@ impl<B: PacketBuf> Gro<B> {
     ) {
         self.stats.segments_in += 1;
         self.stats.held_segments += 1;
+        self.now = now;
         let (hash, held) = self.table.find(&meta.flow);
 
         if meta.flags.intersects(NEVER_MERGE) || meta.net.ip_options || meta.payload_len == 0 {
@@ -365,6 +384,7 @@ impl<B: PacketBuf> Gro<B> {
     /// `gro_flush_timeout`); otherwise flushes the runs whose deadline passed
     /// ([`FlushReason::Timer`]).
     pub fn end_of_burst(&mut self, now: Instant, out: &mut impl FnMut(Segment<B>)) {
+        self.now = now;
         if self.cfg.flush_ns == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
         } else {
@@ -376,6 +396,7 @@ impl<B: PacketBuf> Gro<B> {
     /// first. Costs O(expired + 1): runs are kept in arrival order and the oldest expires
     /// first.
     pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(Segment<B>)) {
+        self.now = now;
         while let Some(s) = self.table.oldest() {
             if self.table.run(s).first_rx + self.cfg.flush_ns > now {
                 break;
@@ -450,7 +471,11 @@ impl<B: PacketBuf> Gro<B> {
         }
         run.next_seq = run.next_seq.wrapping_add(u32::from(len));
         run.len += u32::from(len);
+        let i = usize::from(run.segs);
         run.segs += 1;
+        if let Some(a) = &mut self.arrivals {
+            a[s as usize * MAX_CHAIN + i] = self.now;
+        }
         run.flags |= meta.flags.0;
         if let Some(t) = meta.opts.timestamp {
             run.tsval = t.tsval;
@@ -514,6 +539,9 @@ impl<B: PacketBuf> Gro<B> {
             self.emit_one(now, meta, buf, FlushReason::Eviction, out);
             return;
         };
+        if let Some(a) = &mut self.arrivals {
+            a[s as usize * MAX_CHAIN] = now;
+        }
         let c = &mut self.cold[s as usize];
         c.seq = meta.seq;
         c.opts = meta.opts;
@@ -536,6 +564,9 @@ impl<B: PacketBuf> Gro<B> {
         out: &mut impl FnMut(Segment<B>),
     ) {
         self.stats.record(reason, 1);
+        if let Some(h) = &mut self.stats.hold_ns {
+            h.record(0); // never held
+        }
         out(Segment::from_meta(meta, buf, now));
     }
 
@@ -545,6 +576,12 @@ impl<B: PacketBuf> Gro<B> {
         self.table.remove(s);
         let mac = run.mac.to_le_bytes();
         self.stats.record(reason, run.segs);
+        if let (Some(a), Some(h)) = (&self.arrivals, &mut self.stats.hold_ns) {
+            let base = s as usize * MAX_CHAIN;
+            for t in &a[base..base + usize::from(run.segs)] {
+                h.record(self.now.saturating_since(*t).as_nanos());
+            }
+        }
         let c = &mut self.cold[s as usize];
         // Built inside the call so it lands in place: a `Segment` local moved into `out`
         // costs a copy of all `MAX_CHAIN` slots per unit.

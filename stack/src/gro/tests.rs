@@ -845,3 +845,36 @@ fn option_masks_match_the_bytewise_rule() {
         }
     }
 }
+
+#[test]
+fn hold_histogram_records_each_segments_hold_time() {
+    let mut h = H::new(GroConfig {
+        flush_ns: Duration::from_nanos(10_000),
+        hold_histogram: true,
+        ..GroConfig::default()
+    });
+    let t0 = h.now;
+    h.feed(seg(false, 0));
+    h.now = t0 + Duration::from_nanos(4_000);
+    h.feed(seg(false, 1));
+    h.now = t0 + Duration::from_nanos(12_000);
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M)]);
+    let hist = h.gro.stats().hold_ns.as_ref().expect("histogram on");
+    assert_eq!(hist.count(), 2);
+    // Held 12,000 and 8,000 ns: the mean is exact, quantiles are bucket lower bounds.
+    assert!((hist.mean() - 10_000.0).abs() < 1e-9);
+    let p99 = hist.quantile(0.99);
+    assert!((11_250..=12_000).contains(&p99), "{p99}");
+    // A PSH segment with nothing held is never held.
+    let mut p = seg_of(false, 1, 0, MSS);
+    p.flags = p.flags | TcpFlags::PSH;
+    h.feed(p);
+    assert_eq!(h.gro.stats().hold_ns.as_ref().map(|x| x.count()), Some(3));
+    assert_eq!(
+        h.gro.stats().hold_ns.as_ref().map(|x| x.quantile(0.0)),
+        Some(0)
+    );
+    // Off by default.
+    assert!(H::timer(1_000).gro.stats().hold_ns.is_none());
+}

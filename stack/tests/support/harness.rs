@@ -217,6 +217,7 @@ impl Knobs {
             max_flows: 1 + usize::from(g.max_flows % 4),
             max_segs: 1 + u16::from(g.max_segs % 64),
             max_bytes: 65_535,
+            hold_histogram: false,
         });
         let cfg = PipelineConfig {
             local: local(),
