@@ -366,3 +366,62 @@ mod tests {
         assert!(e.to_string().contains("/nonexistent/weir.toml"), "{e}");
     }
 }
+
+/// The real programs' option sets accept their own keys and name unknown ones.
+#[cfg(test)]
+mod program_tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn argv(file: &Path, extra: &[&str]) -> Vec<String> {
+        let mut v = vec![
+            "prog".to_owned(),
+            "--config".to_owned(),
+            file.display().to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    }
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("weir-cfg-{}-{name}.toml", std::process::id()));
+        std::fs::write(&p, text).expect("temp file");
+        p
+    }
+
+    #[test]
+    fn weir_sink_options() {
+        let f = write(
+            "sink",
+            "port = [5001, 5002]\ngro_flush_ns = 50000\nack_policy = \"every:2\"\nquiet = true\npcap_snaplen = 128\nmetrics = \"127.0.0.1:9108\"\n",
+        );
+        let v = apply(
+            argv(&f, &["--gro-flush-ns", "7"]),
+            &crate::sink::SinkArgs::command(),
+        )
+        .expect("valid");
+        let a = <crate::sink::SinkArgs as clap::Parser>::try_parse_from(v).expect("parses");
+        assert_eq!(a.ports, vec![5001, 5002]);
+        assert_eq!(a.gro_flush_ns, 7);
+        assert!(a.quiet);
+        assert_eq!(a.pcap_snaplen, 128);
+        assert_eq!(a.ack_policy.to_string(), "every:2");
+        let f = write("sink-bad", "gro_flush = 1\n");
+        let e = apply(argv(&f, &[]), &crate::sink::SinkArgs::command()).expect_err("unknown");
+        assert!(e.to_string().contains("unknown key 'gro_flush'"), "{e}");
+        let f = write("sink-badval", "ack_policy = \"sometimes\"\n");
+        let e = apply(argv(&f, &[]), &crate::sink::SinkArgs::command()).expect_err("bad");
+        assert!(e.to_string().contains("key 'ack_policy'"), "{e}");
+    }
+
+    #[test]
+    fn weir_gen_options() {
+        let f = write("gen", "flows = 64\n");
+        let v = apply(argv(&f, &[]), &crate::gen::cli::GenArgs::command()).expect("valid");
+        let a = <crate::gen::cli::GenArgs as clap::Parser>::try_parse_from(v).expect("parses");
+        assert_eq!(a.flows, 64);
+        let f = write("gen-bad", "flowz = 64\n");
+        let e = apply(argv(&f, &[]), &crate::gen::cli::GenArgs::command()).expect_err("unknown");
+        assert!(e.to_string().contains("unknown key 'flowz'"), "{e}");
+    }
+}

@@ -102,6 +102,10 @@ pub struct GenArgs {
     /// Name of the tap interface the embedded default creates (ignored with EAL options).
     #[arg(long, value_name = "NAME", default_value = "weirgen0")]
     pub tap_iface: String,
+    /// Read options from a TOML file (keys are the long options, e.g. `flows = 64`);
+    /// options on the command line override it (see apps/src/config.rs).
+    #[arg(long = "config", value_name = "FILE")]
+    pub config_file: Option<std::path::PathBuf>,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -247,7 +251,14 @@ pub fn summary(r: &GenReport) -> String {
 /// Entry point: parses the command line, runs, and maps errors to one line and an exit
 /// code (2 for usage errors, 1 for run-time errors).
 pub fn main(argv: Vec<String>) -> ExitCode {
-    let split = eal_args::split(argv);
+    let mut split = eal_args::split(argv);
+    match crate::config::apply(split.app, &<GenArgs as clap::CommandFactory>::command()) {
+        Ok(app) => split.app = app,
+        Err(e) => {
+            eprintln!("weir-gen: error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let args = match GenArgs::try_parse_from(&split.app) {
         Ok(a) => a,
         Err(e) if !e.use_stderr() => e.exit(),
