@@ -640,6 +640,12 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         tcp: TcpConfig {
             max_conns: args.max_conns as usize,
             rcv_buf: args.rcvbuf,
+            // A connection may hold out of order all it advertised (the window is the
+            // bound, as with Linux's rcvbuf); the core's total is bounded by the pool, so
+            // out-of-order data can never starve the NIC of mbufs: at most half of them.
+            ooo_conn_bytes: args.rcvbuf,
+            ooo_core_slices: (args.mbufs / 2) as usize,
+            ooo_core_bytes: (args.mbufs / 2) as usize * 2048,
             seed: seed(),
             ..TcpConfig::default()
         },
