@@ -9,6 +9,7 @@ pub mod capture;
 pub mod config;
 pub mod eal_args;
 pub mod gen;
+pub mod lab;
 pub mod logs;
 pub mod metrics;
 pub mod report;

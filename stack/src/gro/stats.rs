@@ -192,6 +192,17 @@ impl HoldHistogram {
         self.sum += other.sum;
     }
 
+    /// What was recorded after `earlier` (a snapshot of this histogram taken before).
+    pub fn since(&self, earlier: &HoldHistogram) -> HoldHistogram {
+        let mut d = self.clone();
+        for (a, b) in d.counts.iter_mut().zip(earlier.counts.iter()) {
+            *a = a.saturating_sub(*b);
+        }
+        d.total = d.total.saturating_sub(earlier.total);
+        d.sum = d.sum.saturating_sub(earlier.sum);
+        d
+    }
+
     /// Forgets everything recorded (e.g. after a warm-up).
     pub fn clear(&mut self) {
         *self = HoldHistogram::default();

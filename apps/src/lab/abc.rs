@@ -1,0 +1,152 @@
+//! Seed 000: senders counting ACKs `per-ack`, `abc:2` (RFC 3465) and `bytes` against
+//! ACK policies `every:1`, `linux` and `every:8`, sending continuously or in bursts with
+//! 20 ms gaps (the gaps make delayed-ACK effects visible, as the seed's thread says), on
+//! the virtual clock: time to reach full rate, throughput, segments and ACKs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use stack::ack::AckPolicy;
+use stack::gro::GroConfig;
+use stack::time::Duration;
+
+use super::plot::{write_csv, LinePlot, Series};
+use super::sim::{self, SimConfig, SimResult};
+use super::{progress, write_fragment};
+use crate::gen::{AckCounting, GenConfig, Interleave};
+
+const FLOWS: u32 = 4;
+
+/// Runs the 18 cases and writes `abc.csv`, `abc_ramp.png`, `abc_acks.png` and `abc.md`.
+pub fn run(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let senders = [AckCounting::PerAck, AckCounting::Abc(2), AckCounting::Bytes];
+    let policies = ["every:1", "linux", "every:8"];
+    let gaps = [None, Some(Duration::from_millis(20))];
+    let pb = progress(18, "ack counting");
+    let mut rows: Vec<(AckCounting, &str, bool, SimResult)> = Vec::new();
+    for gap in gaps {
+        for s in senders {
+            for pol in policies {
+                let policy: AckPolicy = pol.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+                let cfg = SimConfig {
+                    gen: GenConfig {
+                        flows: FLOWS,
+                        ack_counting: s,
+                        interleave: Interleave::Train(4),
+                        burst_bytes: gap.map(|_| 256 * 1024),
+                        gap: gap.unwrap_or(Duration::ZERO),
+                        ..GenConfig::default()
+                    },
+                    policy,
+                    gro: Some(GroConfig {
+                        flush_ns: Duration::from_micros(20),
+                        ..GroConfig::default()
+                    }),
+                    rcv_buf: 1 << 20,
+                    link_bps: 1_000_000_000,
+                    prop: Duration::from_micros(50),
+                    warmup: Duration::from_millis(1),
+                    measure: Duration::from_millis(400),
+                };
+                let r = sim::run(&cfg, |_| pb.tick())?;
+                pb.inc(1);
+                rows.push((s, pol, gap.is_some(), r));
+            }
+        }
+    }
+    pb.finish_and_clear();
+    let csv: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(s, p, g, r)| {
+            vec![
+                s.to_string(),
+                p.to_string(),
+                if *g { "20ms" } else { "none" }.into(),
+                format!("{:.3}", r.ramp_mean_ns / 1e6),
+                format!("{:.1}", r.goodput_bps / 1e6),
+                r.segments.to_string(),
+                r.acks.to_string(),
+                format!(
+                    "{:.2}",
+                    if r.acks > 0 {
+                        r.segments as f64 / r.acks as f64
+                    } else {
+                        0.0
+                    }
+                ),
+            ]
+        })
+        .collect();
+    write_csv(
+        &dir.join("abc.csv"),
+        &[
+            "sender",
+            "ack_policy",
+            "gaps",
+            "time_to_full_rate_ms",
+            "goodput_mbit_s",
+            "segments",
+            "acks",
+            "segments_per_ack",
+        ],
+        &csv,
+    )?;
+    let series = |f: &dyn Fn(&SimResult) -> f64| -> Vec<Series> {
+        let mut v = Vec::new();
+        for gap in [false, true] {
+            for s in senders {
+                v.push(Series {
+                    name: format!("{s}{}", if gap { ", 20 ms gaps" } else { "" }),
+                    points: rows
+                        .iter()
+                        .filter(|r| r.0 == s && r.2 == gap)
+                        .map(|r| {
+                            let x =
+                                policies.iter().position(|p| *p == r.1).unwrap_or(0) as f64 + 1.0;
+                            (x, f(&r.3))
+                        })
+                        .collect(),
+                });
+            }
+        }
+        v
+    };
+    LinePlot {
+        title: "Time to full rate (ms) by ACK policy: 1 = every:1, 2 = linux, 3 = every:8",
+        x_label: "ACK policy",
+        y_label: "ms to full window (mean per ramp)",
+        log_x: false,
+        log_y: false,
+        series: series(&|r| r.ramp_mean_ns / 1e6),
+        hlines: vec![],
+        vlines: vec![],
+    }
+    .draw(&dir.join("abc_ramp.png"))?;
+    LinePlot {
+        title: "ACKs in 400 ms by ACK policy: 1 = every:1, 2 = linux, 3 = every:8",
+        x_label: "ACK policy",
+        y_label: "ACKs",
+        log_x: false,
+        log_y: true,
+        series: series(&|r| r.acks as f64),
+        hlines: vec![],
+        vlines: vec![],
+    }
+    .draw(&dir.join("abc_acks.png"))?;
+    let mut md = String::new();
+    let _ = writeln!(md, "Model: virtual clock, {FLOWS} flows in trains of 4 segments on a 1 Gbit/s link (seed 000's), 50 µs one-way delay, GRO 20 µs, receive buffer 1 MiB; continuous, or 256 KiB bursts per flow separated by 20 ms gaps (each burst restarts from the initial window, RFC 5681 §4.1). 400 ms measured from the start (the ramp is the point). Time to full rate: mean over ramps of the time from a flow's first segment to its window no longer limiting it.\n");
+    let _ = writeln!(md, "| sender | ACK policy | gaps | ms to full rate | goodput Mbit/s | segments | ACKs | seg/ACK |");
+    let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|");
+    for c in &csv {
+        let _ = writeln!(md, "| {} |", c.join(" | "));
+    }
+    let _ = writeln!(
+        md,
+        "\n![time to full rate](lab/abc_ramp.png)\n![ACKs](lab/abc_acks.png)"
+    );
+    write_fragment(dir, "abc", &md)?;
+    print!("{md}");
+    Ok(())
+}

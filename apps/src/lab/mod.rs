@@ -1,0 +1,53 @@
+//! weir's receive-path lab: the experiments that turn the field reports in
+//! `shared/seeds/` into figures anyone can rerun (`scripts/lab/all.sh`, results in
+//! `docs/lab.md`).
+//!
+//! - [`flush`]: the GRO flush-timeout sweep (seed 004);
+//! - [`psh`]: quickack on PSH at an MSS boundary (seed 002);
+//! - [`abc`]: ACK counting against ACK policies, with and without gaps (seed 000).
+//!
+//! Arrival-pattern experiments run on the virtual clock ([`sim`]): deterministic, with a
+//! modelled link rate. Cycles per segment need real cycles: [`ring`] runs weir-gen and the
+//! receiver on two lcores over a ring pair.
+
+pub mod abc;
+pub mod flush;
+pub mod plot;
+pub mod psh;
+pub mod ring;
+pub mod sim;
+
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A progress bar of `len` steps with `msg` (drawn on stderr; hidden when not a terminal).
+pub fn progress(len: u64, msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    if let Ok(s) = ProgressStyle::with_template(
+        "{msg:24} [{elapsed_precise}] {wide_bar} {pos}/{len} (eta {eta})",
+    ) {
+        pb.set_style(s);
+    }
+    pb.set_message(msg.to_string());
+    pb
+}
+
+/// The machine's load averages (`/proc/loadavg`), noted beside measured figures.
+pub fn load_note() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The median of `v` (0 when empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Writes a Markdown fragment for `docs/lab.md` (stitched in by `scripts/lab/all.sh`).
+pub fn write_fragment(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
+    let p = dir.join(format!("{name}.md"));
+    std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
+}
