@@ -9,7 +9,7 @@
 # It also checks that Rust (cargo, rustc >= 1.85) is installed.
 set -euo pipefail
 
-PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl)
+PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl ethtool)
 MIN_RUST=1.85
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }
