@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Regenerates every lab result under docs/lab/ and rewrites the lab's sections of
+# docs/lab.md (between <!-- lab:NAME --> and <!-- /lab:NAME --> markers; other sections,
+# such as "Per-stage cost", are left alone). Each step is bounded to 10 minutes.
+. "$(dirname "$0")/common.sh"
+lab_build
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+scripts/lab/flush-sweep.sh
+scripts/lab/psh.sh
+scripts/lab/abc.sh
+timeout 600 scripts/lab/compare-kernel.sh || echo "compare-kernel.sh failed (needs root for ip netns)" > "$OUT/compare_kernel.md"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$OUT" <<'PY'
+import pathlib, re, sys
+out = pathlib.Path(sys.argv[1]); doc = pathlib.Path("docs/lab.md")
+text = doc.read_text() if doc.exists() else "# weir lab\n"
+for name in ["flush_sweep", "compare_kernel", "psh_mss", "abc"]:
+    frag = out / f"{name}.md"
+    if not frag.exists():
+        continue
+    body = f"<!-- lab:{name} -->\n{frag.read_text().strip()}\n<!-- /lab:{name} -->"
+    pat = re.compile(rf"<!-- lab:{name} -->.*?<!-- /lab:{name} -->", re.S)
+    text = pat.sub(lambda m: body, text) if pat.search(text) else text + f"\n{body}\n"
+doc.write_text(text)
+PY
+echo "docs/lab.md updated"
