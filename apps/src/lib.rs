@@ -3,6 +3,7 @@
 
 pub mod bench_e2e;
 pub mod bench_gro;
+pub mod bench_stages;
 pub mod bench_tap;
 pub mod bench_tcp;
 pub mod capture;

@@ -39,6 +39,13 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// ns per segment of each receive-path stage (parse, GRO, TCP, ACK build, transmit)
+    /// and of the timer checks, on the same in-memory input (seed 003).
+    Stages {
+        /// One JSON object per stage.
+        #[arg(long)]
+        json: bool,
+    },
     /// Kernel TCP over net_tap into weir-sink, beside a bare receive-and-free loop.
     Tap {
         /// One JSON object per row.
@@ -64,6 +71,7 @@ fn main() -> std::process::ExitCode {
         } => apps::bench_e2e::run(json, seconds, runs, &flows),
         Cmd::Gro { json } => apps::bench_gro::run(json),
         Cmd::Tcp { json } => apps::bench_tcp::run(json),
+        Cmd::Stages { json } => apps::bench_stages::run(json),
         Cmd::Tap { json, seconds, runs } => apps::bench_tap::run(json, seconds, runs),
     };
     match r {
