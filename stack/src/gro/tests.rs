@@ -868,7 +868,7 @@ fn hold_histogram_records_each_segments_hold_time() {
     assert!((11_250..=12_000).contains(&p99), "{p99}");
     // A PSH segment with nothing held is never held.
     let mut p = seg_of(false, 1, 0, MSS);
-    p.flags = p.flags | TcpFlags::PSH;
+    p.flags |= TcpFlags::PSH;
     h.feed(p);
     assert_eq!(h.gro.stats().hold_ns.as_ref().map(|x| x.count()), Some(3));
     assert_eq!(
