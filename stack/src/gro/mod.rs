@@ -25,9 +25,11 @@
 //!   a retransmission or an overlap, flushes `p` and may start a new run);
 //! - identical ACK number, window field, data offset, and flags other than CWR/FIN/PSH
 //!   (`tcp_flag_word` compared under `~(CWR|FIN|PSH)`);
-//! - identical option bytes, **except TSval**, which may stay equal or rise within a run
-//!   but never fall (weir's relaxation, docs/PLAN.md "GRO timestamp rule": Linux compares
-//!   every option byte; senders with microsecond TS clocks would then never coalesce). The
+//! - identical option bytes, **except TSval and TSecr**, which may stay equal or rise
+//!   within a run but never fall (weir's relaxation, docs/PLAN.md "GRO timestamp rule":
+//!   Linux compares every option byte, so a sender with a microsecond TS clock never
+//!   coalesces, and a sender's TSecr changes as soon as our ACK reaches it, splitting every
+//!   run held longer than a round trip; a receive-only stack uses TSecr for nothing). The
 //!   output carries the first segment's options, whose TSval is the one to echo (RFC 7323
 //!   §4.3), and the last segment's timestamp in [`Segment::ts_last`] (PAWS, `ts_recent`);
 //! - same TTL/hop limit and TOS/traffic class; for IPv4 the same DF bit, and an IP ID that
@@ -182,17 +184,18 @@ static PRESENT_MASK: [[u64; 5]; 41] = {
     t
 };
 
-/// Index into [`TSVAL_MASK`] for "no timestamps option" (and any offset too large).
-const TSVAL_NONE: usize = MAX_OPTION_BYTES - 3;
+/// Index into [`TSVAL_MASK`] for "no timestamps option" (and any offset too large: TSval
+/// and TSecr, 8 bytes, must fit in the 40 option bytes).
+const TSVAL_NONE: usize = MAX_OPTION_BYTES - 7;
 
-/// `TSVAL_MASK[t]`: the option words' bits holding bytes `t..t + 4` (the TSval), none for
-/// [`TSVAL_NONE`].
+/// `TSVAL_MASK[t]`: the option words' bits holding bytes `t..t + 8` (TSval then TSecr),
+/// none for [`TSVAL_NONE`].
 static TSVAL_MASK: [[u64; 5]; TSVAL_NONE + 1] = {
     let mut t = [[0u64; 5]; TSVAL_NONE + 1];
     let mut at = 0;
     while at < TSVAL_NONE {
         let mut b = at;
-        while b < at + 4 {
+        while b < at + 8 {
             t[at][b / 8] |= 0xff << (8 * (b % 8));
             b += 1;
         }
@@ -221,8 +224,8 @@ impl HeaderSig {
             | u64::from(n.df) << 16
             | u64::from(tsval_at) << 24
             | u64::from(n.flow_label) << 32;
-        // Only the `header_len - 20` option bytes present count; TSval is masked because it
-        // may rise within a run (compared separately). Masks come from two small tables:
+        // Only the `header_len - 20` option bytes present count; TSval and TSecr are
+        // masked because they may rise within a run (compared separately). Masks come from two small tables:
         // computing them per segment, or zeroing bytes and reading words back, costs more
         // than the rest of the merge check.
         let present = &PRESENT_MASK[usize::from(meta.header_len.saturating_sub(20)).min(40)];
@@ -427,9 +430,10 @@ impl<B: PacketBuf> Gro<B> {
     #[inline]
     fn can_merge(&self, s: u32, meta: &TcpMeta, sig: &HeaderSig) -> Result<(), NoMerge> {
         let run = self.table.run(s);
-        let tsval = meta.opts.timestamp.map_or(0, |t| t.tsval);
-        // TSval may stay or rise, in modular order (RFC 7323 §5.3), never fall.
-        let ts_fell = (tsval.wrapping_sub(run.tsval) as i32) < 0;
+        let ts = meta.opts.timestamp.unwrap_or_default();
+        // TSval and TSecr may stay or rise, in modular order (RFC 7323 §5.3), never fall.
+        let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
+            || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
         // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
         let too_long = meta.payload_len > run.gso_size;
         let gap = meta.seq.get() != run.next_seq;
@@ -479,6 +483,7 @@ impl<B: PacketBuf> Gro<B> {
         run.flags |= meta.flags.0;
         if let Some(t) = meta.opts.timestamp {
             run.tsval = t.tsval;
+            run.tsecr = t.tsecr;
         }
         let ended = if meta.flags.intersects(ENDS_RUN) || len < run.gso_size {
             Some(FlushReason::Flags)
@@ -525,6 +530,7 @@ impl<B: PacketBuf> Gro<B> {
             opts: sig.opts,
             next_seq: meta.seq.get().wrapping_add(u32::from(len)),
             tsval: meta.opts.timestamp.map_or(0, |t| t.tsval),
+            tsecr: meta.opts.timestamp.map_or(0, |t| t.tsecr),
             len: u32::from(len),
             gso_size: len,
             segs: 1,
@@ -596,9 +602,9 @@ impl<B: PacketBuf> Gro<B> {
             flags: TcpFlags(run.flags),
             window: (run.hdr >> 16) as u16,
             opts: c.opts,
-            ts_last: c.opts.timestamp.map(|t| Timestamp {
+            ts_last: c.opts.timestamp.map(|_| Timestamp {
                 tsval: run.tsval,
-                tsecr: t.tsecr,
+                tsecr: run.tsecr,
             }),
             segs: run.segs,
             gso_size: run.gso_size,

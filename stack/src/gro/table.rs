@@ -62,12 +62,14 @@ pub(crate) struct Run {
     pub(crate) hdr: u64,
     /// TTL/hop limit, TOS/traffic class, DF, IPv6 flow label and TSval position, packed.
     pub(crate) net: u64,
-    /// The option bytes with the TSval masked out, as five words.
+    /// The option bytes with TSval and TSecr masked out, as five words.
     pub(crate) opts: [u64; 5],
     /// Sequence number the next segment must carry: first seq + payload so far.
     pub(crate) next_seq: u32,
     /// The newest TSval merged (may rise within a run, never fall).
     pub(crate) tsval: u32,
+    /// The newest TSecr merged (may rise within a run, never fall).
+    pub(crate) tsecr: u32,
     /// Payload bytes held.
     pub(crate) len: u32,
     /// The first segment's payload length (Linux's `gso_size`).
@@ -112,6 +114,7 @@ impl Run {
         opts: [0; 5],
         next_seq: 0,
         tsval: 0,
+        tsecr: 0,
         len: 0,
         gso_size: 0,
         segs: 0,

@@ -276,8 +276,30 @@ fn header_length_change_ends_run(v6: bool) {
 }
 
 fn option_bytes_change_ends_run(v6: bool) {
+    // A byte outside the timestamp values (the first NOP) differs.
     let mut m = seg(v6, 2);
-    set_ts(&mut m, TSVAL, TSECR + 1);
+    m.raw_opts[0] ^= 0x80;
+    expect_gap_before(v6, m);
+}
+
+fn tsecr_may_stay_equal_or_rise_within_run(v6: bool) {
+    // docs/PLAN.md "GRO timestamp rule": the sender's TSecr moves when our ACK reaches it;
+    // a receive-only stack uses TSecr for nothing, so a rise does not end the run.
+    let mut h = H::new(GroConfig::default());
+    for (i, tsecr) in [(0, TSECR), (1, TSECR + 1), (2, TSECR + 1)] {
+        let mut m = seg(v6, i);
+        set_ts(&mut m, TSVAL, tsecr);
+        h.feed(m);
+    }
+    h.end();
+    assert_eq!(h.units(), vec![(0, 3, 3 * M)]);
+    assert_eq!(h.out[0].opts.timestamp.map(|t| t.tsecr), Some(TSECR));
+    assert_eq!(h.out[0].ts_last.map(|t| t.tsecr), Some(TSECR + 1));
+}
+
+fn tsecr_falling_ends_run(v6: bool) {
+    let mut m = seg(v6, 2);
+    set_ts(&mut m, TSVAL, TSECR - 1);
     expect_gap_before(v6, m);
 }
 
@@ -673,6 +695,8 @@ both_families!(
     tsval_may_stay_equal_or_rise_within_run,
     tsval_rise_across_wrap_is_a_rise,
     tsval_falling_ends_run,
+    tsecr_may_stay_equal_or_rise_within_run,
+    tsecr_falling_ends_run,
     other_flag_change_ends_run,
     ttl_change_ends_run,
     tos_change_ends_run,
@@ -807,14 +831,15 @@ fn tsval_straddling_two_words_is_masked_exactly() {
         let mut h = H::new(GroConfig::default());
         h.feed(straddling(v6, 0, 0x0102_0304, TSECR));
         h.feed(straddling(v6, 1, 0x0a0b_0c0d, TSECR));
-        h.feed(straddling(v6, 2, 0x0a0b_0c0d, TSECR + 1));
+        h.feed(straddling(v6, 2, 0x0a0b_0c0d, TSECR - 1));
         h.end();
         assert_eq!(h.units(), vec![(0, 2, 2 * M), (2 * M, 1, M)]);
     }
 }
 
 /// The word masks equal the byte-wise rule for every option length and TSval position:
-/// bytes past `header_len - 20` and the four TSval bytes are ignored, all others compared.
+/// bytes past `header_len - 20` and the eight TSval + TSecr bytes are ignored, all others
+/// compared (a TSval position too late for both values to fit masks nothing).
 #[test]
 fn option_masks_match_the_bytewise_rule() {
     let mut raw = [0u8; MAX_OPTION_BYTES];
@@ -830,8 +855,8 @@ fn option_masks_match_the_bytewise_rule() {
             let got = HeaderSig::of(&m).opts;
             let mut want = raw;
             want[usize::from(header_len - 20)..].fill(0);
-            if let Some(t) = tsval_at {
-                want[usize::from(t)..usize::from(t) + 4].fill(0);
+            if let Some(t) = tsval_at.filter(|t| usize::from(*t) + 8 <= MAX_OPTION_BYTES) {
+                want[usize::from(t)..usize::from(t) + 8].fill(0);
             }
             let want: Vec<u64> = want
                 .chunks_exact(8)
