@@ -44,6 +44,17 @@ B_NAME=$2
 A=$(git -C "$REPO" rev-parse --verify --quiet "$1^{commit}") || { echo "not a revision: $1" >&2; exit 2; }
 B=$(git -C "$REPO" rev-parse --verify --quiet "$2^{commit}") || { echo "not a revision: $2" >&2; exit 2; }
 
+# Both checked before anything is built: a revision from before the subcommand would build
+# for minutes and then fail with clap's "unrecognized subcommand".
+for r in "$A_NAME:$A" "$B_NAME:$B"; do
+    name=${r%:*} rev=${r##*:}
+    if ! git -C "$REPO" show "$rev:apps/src/bin/weir-bench.rs" 2>/dev/null | grep -q 'bench_stages::run'; then
+        echo "compare-revisions: $name (${rev:0:12}) has no 'weir-bench stages' (it predates" \
+            "apps/src/bench_stages.rs, commit 7694e85): pick a later revision" >&2
+        exit 1
+    fi
+done
+
 mkdir -p "$CACHE"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/weir-compare.XXXXXX")
 WORKTREES=()
@@ -51,13 +62,14 @@ cleanup() {
     for w in "${WORKTREES[@]}"; do
         git -C "$REPO" worktree remove --force "$w" 2>/dev/null || rm -rf "$w"
     done
-    git -C "$REPO" worktree prune 2>/dev/null || true
     rm -rf "$WORK"
+    git -C "$REPO" worktree prune 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# build REV NAME: checks REV out, builds weir-bench, prints the binary's path.
+# build REV NAME: checks REV out, builds weir-bench, sets BIN to the binary's path. Not
+# called in a subshell: WORKTREES must reach the cleanup.
 build() {
     local rev=$1 name=$2
     local short=${rev:0:12}
@@ -66,13 +78,6 @@ build() {
     if [[ ! -d $wt ]]; then
         git -C "$REPO" worktree add --detach --quiet "$wt" "$rev" >&2
         WORKTREES+=("$wt")
-    fi
-    # Checked before building: a revision from before the subcommand would build for minutes
-    # and then fail with clap's "unrecognized subcommand".
-    if ! grep -qs 'bench_stages::run' "$wt/apps/src/bin/weir-bench.rs"; then
-        echo "compare-revisions: $name ($short) has no 'weir-bench stages' (it predates" \
-            "apps/src/bench_stages.rs): pick a later revision" >&2
-        return 1
     fi
     echo "compare-revisions: building weir-bench at $name ($short) in $target ..." >&2
     if ! (cd "$wt" && CARGO_TARGET_DIR=$target cargo build --release --quiet -p apps \
@@ -86,15 +91,15 @@ build() {
         echo "compare-revisions: $name ($short): 'weir-bench stages' is not a subcommand" >&2
         return 1
     fi
-    echo "$bin"
+    BIN=$bin
 }
 
-# Building A then B sequentially; the worktrees use the builds only, not each other.
-A_BIN=$(build "$A" "$A_NAME") || exit 1
+BIN=
+build "$A" "$A_NAME" || exit 1
 # Copy: a later build in the same target directory (same commit) must not swap the binary.
-cp "$A_BIN" "$WORK/weir-bench-A"
-B_BIN=$(build "$B" "$B_NAME") || exit 1
-cp "$B_BIN" "$WORK/weir-bench-B"
+cp "$BIN" "$WORK/weir-bench-A"
+build "$B" "$B_NAME" || exit 1
+cp "$BIN" "$WORK/weir-bench-B"
 
 echo "compare-revisions: $RUNS runs per revision, alternating; load: $(uptime | sed 's/.*load/load/')" >&2
 for i in $(seq 1 "$RUNS"); do
