@@ -47,7 +47,10 @@ pub fn hugepages_available() -> bool {
         })
         .unwrap_or(0);
     let mounted = std::fs::read_to_string("/proc/mounts")
-        .map(|m| m.lines().any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs")))
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        })
         .unwrap_or(false);
     free > 0 && mounted
 }

@@ -128,7 +128,13 @@ pub struct MemRx {
 /// as a full TX ring does).
 pub fn link(limit: usize) -> (MemTx, MemRx) {
     let q = Rc::new(RefCell::new(VecDeque::new()));
-    (MemTx { q: q.clone(), limit }, MemRx { q })
+    (
+        MemTx {
+            q: q.clone(),
+            limit,
+        },
+        MemRx { q },
+    )
 }
 
 impl MemTx {

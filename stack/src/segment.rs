@@ -74,7 +74,6 @@ impl<B: crate::buf::PacketBuf> Segment<B> {
         }
     }
 
-
     /// Sequence space the segment occupies: payload plus one each for SYN and FIN.
     pub fn seq_len(&self) -> usize {
         self.payload.len() as usize

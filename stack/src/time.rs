@@ -113,6 +113,9 @@ mod tests {
     #[test]
     fn never_saturates() {
         assert_eq!(Instant::NEVER + Duration::from_secs(1), Instant::NEVER);
-        assert_eq!(Instant::from_nanos(5) - Instant::from_nanos(9), Duration::ZERO);
+        assert_eq!(
+            Instant::from_nanos(5) - Instant::from_nanos(9),
+            Duration::ZERO
+        );
     }
 }

@@ -191,10 +191,7 @@ fn out_of_order_flood_stays_within_the_per_connection_and_per_core_limits() {
                 let i = s.p.tcp().info(c.id).unwrap();
                 assert!(i.ooo_bytes <= conn_limit, "per-connection limit");
             }
-            assert!(
-                s.p.tcp().ooo_bytes() <= core_limit,
-                "per-core limit"
-            );
+            assert!(s.p.tcp().ooo_bytes() <= core_limit, "per-core limit");
         }
     }
     let st = s.p.stats();

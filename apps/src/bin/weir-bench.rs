@@ -3,7 +3,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "weir-bench", version, about = "weir's benchmarks, each side by side with its anchor")]
+#[command(
+    name = "weir-bench",
+    version,
+    about = "weir's benchmarks, each side by side with its anchor"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -72,7 +76,11 @@ fn main() -> std::process::ExitCode {
         Cmd::Gro { json } => apps::bench_gro::run(json),
         Cmd::Tcp { json } => apps::bench_tcp::run(json),
         Cmd::Stages { json } => apps::bench_stages::run(json),
-        Cmd::Tap { json, seconds, runs } => apps::bench_tap::run(json, seconds, runs),
+        Cmd::Tap {
+            json,
+            seconds,
+            runs,
+        } => apps::bench_tap::run(json, seconds, runs),
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,

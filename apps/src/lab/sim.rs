@@ -250,7 +250,11 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
     let s1 = p.stats();
     if std::env::var_os("WEIR_LAB_DEBUG").is_some() {
         let f: Vec<_> = s1.gro.flushes_by_name().collect();
-        eprintln!("flushes {f:?} cwnd {:?} gen {:?}", sender.cwnd_summary(), sender.stats());
+        eprintln!(
+            "flushes {f:?} cwnd {:?} gen {:?}",
+            sender.cwnd_summary(),
+            sender.stats()
+        );
     }
     let g1 = sender.stats().clone();
     let secs = cfg.measure.as_nanos() as f64 / 1e9;
