@@ -54,7 +54,7 @@ tapns_exec iperf -c "$dst" -p 5001 -P "$streams" -t "$duration" -y C >"$work/ipe
   || { cat "$work/iperf.err"; die "iperf failed"; }
 # iperf 2 CSV: one line per stream (field 6 its id, field 8 its bytes); a sum line, when
 # iperf prints one, has id -1 and is left out.
-iperf_bytes=$(awk -F, '$6 != -1 { sum += $8 } END { print sum + 0 }' "$work/iperf.csv")
+iperf_bytes=$(awk -F, '$6 != -1 { sum += $8 } END { printf "%.0f\n", sum }' "$work/iperf.csv")
 
 echo "== socat: a ${file_mb} MB random file to port 5002"
 head -c "$((file_mb * 1024 * 1024))" /dev/urandom >"$work/file.bin"

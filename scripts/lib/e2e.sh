@@ -59,7 +59,7 @@ session() {
 # bytes; a sum line, when printed, has id -1 and is left out).
 iperf_bytes() {
   ip netns exec "$WEIR_NS" iperf -c "$3" -p 5001 -P 8 -t "$2" -y C >"$work/$1.iperf" 2>&1
-  awk -F, '$6 != -1 { sum += $8 } END { print sum + 0 }' "$work/$1.iperf" >"$work/$1.iperf_bytes"
+  awk -F, '$6 != -1 { sum += $8 } END { printf "%.0f\n", sum }' "$work/$1.iperf" >"$work/$1.iperf_bytes"
 }
 
 # socat_file NAME MB DST-ADDRESS: a random file of MB MiB to port 5002; its SHA-256 goes
