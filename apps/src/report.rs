@@ -112,6 +112,7 @@ pub fn stats_json(s: &Stats) -> Value {
         "loop_busy_iterations": s.lp.busy_iterations,
         "loop_busy_fraction": busy_fraction,
         "loop_busy_ns": s.lp.busy_ns,
+        "loop_stack_ns": s.lp.stack_ns,
         "busy_cycles_per_segment": cycles_per_segment,
         "ooo_bytes_held": s.ooo_bytes_held,
         "mbufs_in_use": s.lp.mbufs_in_use,

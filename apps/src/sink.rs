@@ -476,6 +476,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         let t0 = Clock::cycles();
         now = c.clock.instant_at(t0);
         let mut n = c.rx.rx_burst(&mut rx);
+        // The stack's own share of the iteration starts here (the driver's receive, which
+        // on net_tap is a read() per frame, is not weir's processing).
+        let t_rx = if n > 0 { Clock::cycles() } else { t0 };
         if let Some(cap) = c.capture.as_mut() {
             cap.rx(rx.iter());
         }
@@ -503,6 +506,9 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         p.handle_timeout(now);
         app.serve(&mut p, now);
         let m = p.poll_tx(now, &mut c.pool, &mut out);
+        if n > 0 || m > 0 {
+            lp.stack_cycles += Clock::cycles().wrapping_sub(t_rx);
+        }
         if !out.is_empty() {
             if let Some(cap) = c.capture.as_mut() {
                 cap.tx(out.iter());
@@ -528,6 +534,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
             }
             s.lp = lp.clone();
             s.lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
+            s.lp.stack_ns = c.clock.cycles_to_ns(lp.stack_cycles);
             s.lp.mbufs_in_use = c.pool.mempool().in_use() as u64;
             c.snapshots.force_push((c.queue, s));
             if c.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
@@ -569,6 +576,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         stats.pipeline = drop_stats;
     }
     lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
+    lp.stack_ns = c.clock.cycles_to_ns(lp.stack_cycles);
     stats.lp = lp;
     drop(p);
     Ok(CoreResult {

@@ -43,6 +43,12 @@ pub struct LoopStats {
     pub busy_ns: u64,
     /// TSC cycles spent in busy iterations.
     pub busy_cycles: u64,
+    /// TSC cycles of busy iterations spent in the stack (after the driver's receive,
+    /// before its transmit): weir's own processing, without the PMD's work (on net_tap the
+    /// kernel's read()/write() of every frame).
+    pub stack_cycles: u64,
+    /// `stack_cycles` in nanoseconds.
+    pub stack_ns: u64,
     /// Frames handed to the NIC.
     pub tx_packets: u64,
     /// Frames the NIC refused (queue full), freed and counted here.
@@ -104,6 +110,8 @@ impl Stats {
         l.busy_iterations += o.lp.busy_iterations;
         l.busy_ns += o.lp.busy_ns;
         l.busy_cycles += o.lp.busy_cycles;
+        l.stack_cycles += o.lp.stack_cycles;
+        l.stack_ns += o.lp.stack_ns;
         l.tx_packets += o.lp.tx_packets;
         l.tx_dropped += o.lp.tx_dropped;
         l.mbufs_in_use += o.lp.mbufs_in_use;
