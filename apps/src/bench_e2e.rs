@@ -193,37 +193,13 @@ impl Rig {
         cfg.validate().map_err(|e| anyhow!(e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let report: Arc<Mutex<Option<GenReport>>> = Arc::new(Mutex::new(None));
-        let mut io = GenIo {
+        let io = GenIo {
             rx: self.gen_port.rx_queue(0)?,
             tx: self.gen_port.tx_queue(0)?,
             pool: self.gen_pool.for_port(self.gen_port.id()),
             clock: self.clock,
         };
-        let launched = {
-            let stop = stop.clone();
-            let report = report.clone();
-            self.eal.remote_launch(self.worker, move || {
-                let mut sender = Sender::new(cfg);
-                let never = AtomicBool::new(false);
-                let r = driver::run(
-                    &mut sender,
-                    &mut io,
-                    RunOpts {
-                        stop: &never,
-                        close_grace: Duration::from_secs(10),
-                        max_runtime: Duration::from_nanos((secs * 1e9) as u64)
-                            + Duration::from_secs(30),
-                        tick: None,
-                    },
-                );
-                drop(io);
-                if let Ok(mut slot) = report.lock() {
-                    *slot = Some(r);
-                }
-                stop.store(true, Ordering::Relaxed);
-                0
-            })?
-        };
+        let launched = launch_generator(&self.eal, self.worker, io, cfg, secs, &stop, &report)?;
         let rx = run_receiver(ReceiverCore {
             rx: self.rx_port.rx_queue(0)?,
             tx: self.rx_port.tx_queue(0)?,
@@ -249,6 +225,42 @@ impl Rig {
         self.drain()?;
         Ok(sample(mode, flows, &g, &rx.stats))
     }
+}
+
+/// Starts weir-gen's `Sender` on worker lcore `worker` for about `secs` seconds (plus the
+/// close), storing its report in `report` and setting `stop` when it is done (the receiver
+/// on the main lcore stops then). Shared by `weir-bench e2e` and the lab's ring runs.
+pub(crate) fn launch_generator(
+    eal: &Eal,
+    worker: u32,
+    mut io: GenIo,
+    cfg: GenConfig,
+    secs: f64,
+    stop: &Arc<AtomicBool>,
+    report: &Arc<Mutex<Option<GenReport>>>,
+) -> Result<dpdk::Launched> {
+    let stop = stop.clone();
+    let report = report.clone();
+    Ok(eal.remote_launch(worker, move || {
+        let mut sender = Sender::new(cfg);
+        let never = AtomicBool::new(false);
+        let r = driver::run(
+            &mut sender,
+            &mut io,
+            RunOpts {
+                stop: &never,
+                close_grace: Duration::from_secs(10),
+                max_runtime: Duration::from_nanos((secs * 1e9) as u64) + Duration::from_secs(30),
+                tick: None,
+            },
+        );
+        drop(io);
+        if let Ok(mut slot) = report.lock() {
+            *slot = Some(r);
+        }
+        stop.store(true, Ordering::Relaxed);
+        0
+    })?)
 }
 
 fn sample(mode: Mode, flows: u32, g: &GenReport, s: &Stats) -> Sample {

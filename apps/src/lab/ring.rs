@@ -17,8 +17,9 @@ use stack::time::Duration;
 use stack::wire::LocalAddrs;
 
 use super::{median, progress};
-use crate::gen::driver::{self, GenIo, GenReport, RunOpts};
-use crate::gen::{GenConfig, Interleave, Sender};
+use crate::bench_e2e::launch_generator;
+use crate::gen::driver::{GenIo, GenReport};
+use crate::gen::{GenConfig, Interleave};
 use crate::sink::{run_receiver, ReceiverCore};
 
 const RX_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
@@ -79,37 +80,13 @@ pub fn cycles_per_segment(
             cfg.validate().map_err(|e| anyhow!(e))?;
             let stop = Arc::new(AtomicBool::new(false));
             let report: Arc<Mutex<Option<GenReport>>> = Arc::new(Mutex::new(None));
-            let mut io = GenIo {
+            let io = GenIo {
                 rx: gen_port.rx_queue(0)?,
                 tx: gen_port.tx_queue(0)?,
                 pool: gen_pool.for_port(gen_port.id()),
                 clock,
             };
-            let launched = {
-                let stop = stop.clone();
-                let report = report.clone();
-                eal.remote_launch(worker, move || {
-                    let mut sender = Sender::new(cfg);
-                    let never = AtomicBool::new(false);
-                    let r = driver::run(
-                        &mut sender,
-                        &mut io,
-                        RunOpts {
-                            stop: &never,
-                            close_grace: Duration::from_secs(10),
-                            max_runtime: Duration::from_nanos((secs * 1e9) as u64)
-                                + Duration::from_secs(30),
-                            tick: None,
-                        },
-                    );
-                    drop(io);
-                    if let Ok(mut slot) = report.lock() {
-                        *slot = Some(r);
-                    }
-                    stop.store(true, Ordering::Relaxed);
-                    0
-                })?
-            };
+            let launched = launch_generator(&eal, worker, io, cfg, secs, &stop, &report)?;
             let rx = run_receiver(ReceiverCore {
                 rx: rx_port.rx_queue(0)?,
                 tx: rx_port.tx_queue(0)?,
