@@ -1085,13 +1085,21 @@ enum Next<B> {
     NoBuffer,
 }
 
-/// End offset of the segment starting at `off`: one MSS, not past the end of the write
-/// it belongs to, nor past `limit`.
+/// End offset of the segment starting at `off`: one MSS, not past `limit`, and with
+/// `--psh every-write` not past the end of the write it belongs to (the pushed write ends
+/// its segment). Without PSH a bulk sender's writes pack into full-sized segments across
+/// write boundaries, as Linux's `tcp_sendmsg` appends to the unsent tail skb: a 64 KiB
+/// write is not 45 segments and a 376-byte one (which would also end every GRO run at
+/// the write boundary, `len < gso_size`).
 #[inline]
 fn seg_end(cfg: &GenConfig, f: &Flow, off: u64, limit: u64) -> u64 {
-    let ws = u64::from(cfg.write_size);
-    let write_end = (off / ws + 1).saturating_mul(ws);
-    (off + u64::from(f.mss)).min(write_end).min(limit)
+    let end = (off + u64::from(f.mss)).min(limit);
+    if cfg.psh == PshMode::EveryWrite {
+        let ws = u64::from(cfg.write_size);
+        end.min((off / ws + 1).saturating_mul(ws))
+    } else {
+        end
+    }
 }
 
 /// The TCP segment in an Ethernet/IPv4 frame, with the destination address (the flow's
