@@ -294,13 +294,16 @@ pub fn run(json_out: bool, secs: u64, runs: usize) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let mut weir = Vec::new();
     let mut bare = Vec::new();
+    let pb = crate::progress::bar(2 * runs.max(1) as u64, "weir-bench tap");
     for r in 0..runs.max(1) {
-        if !json_out {
-            eprintln!("weir-bench tap: round {}/{}", r + 1, runs.max(1));
-        }
+        pb.set_message(format!("tap round {}/{}: weir", r + 1, runs.max(1)));
         weir.push(run_case(false, secs, &dir, r)?);
+        pb.inc(1);
+        pb.set_message(format!("tap round {}/{}: bare", r + 1, runs.max(1)));
         bare.push(run_case(true, secs, &dir, r)?);
+        pb.inc(1);
     }
+    pb.finish_and_clear();
     let _ = std::fs::remove_dir_all(&dir);
     let m = |v: &[CaseResult], f: fn(&CaseResult) -> f64| median(v.iter().map(f).collect());
     let rows = [

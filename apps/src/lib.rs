@@ -13,5 +13,6 @@ pub mod gen;
 pub mod lab;
 pub mod logs;
 pub mod metrics;
+pub mod progress;
 pub mod report;
 pub mod sink;

@@ -19,18 +19,9 @@ pub mod sim;
 
 use std::path::Path;
 
-use indicatif::{ProgressBar, ProgressStyle};
-
 /// A progress bar of `len` steps with `msg` (drawn on stderr; hidden when not a terminal).
-pub fn progress(len: u64, msg: &str) -> ProgressBar {
-    let pb = ProgressBar::new(len);
-    if let Ok(s) = ProgressStyle::with_template(
-        "{msg:24} [{elapsed_precise}] {wide_bar} {pos}/{len} (eta {eta})",
-    ) {
-        pb.set_style(s);
-    }
-    pb.set_message(msg.to_string());
-    pb
+pub fn progress(len: u64, msg: &str) -> indicatif::ProgressBar {
+    crate::progress::bar(len, msg)
 }
 
 /// The machine's load averages (`/proc/loadavg`), noted beside measured figures.
