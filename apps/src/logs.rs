@@ -64,3 +64,24 @@ mod tests {
         assert!(filter(Some("info,dpdk=notalevel")).is_err());
     }
 }
+
+/// Makes a closed stdout (`weir-bench gro | head`) end the program quietly, as it ends a
+/// C program killed by SIGPIPE, instead of with a panic message. Rust ignores SIGPIPE, so
+/// `println!` panics with "failed printing to stdout: Broken pipe"; this hook exits with
+/// status 141 (128 + SIGPIPE, what a shell reports for such a program) for that panic
+/// alone and leaves every other panic to the default hook.
+pub fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}

@@ -65,6 +65,7 @@ enum Cmd {
 }
 
 fn main() -> std::process::ExitCode {
+    apps::logs::quiet_broken_pipe();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::E2e {

@@ -43,6 +43,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    apps::logs::quiet_broken_pipe();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::FlushSweep {
