@@ -53,18 +53,6 @@ pub fn init(cli: Option<&str>) -> Result<()> {
     .map_err(|e| anyhow!("routing DPDK's log: {e}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn levels_and_directives_parse() {
-        assert!(filter(Some("debug")).is_ok());
-        assert!(filter(Some("info,dpdk=warn")).is_ok());
-        assert!(filter(Some("info,dpdk=notalevel")).is_err());
-    }
-}
-
 /// Makes a closed stdout (`weir-bench gro | head`) end the program quietly, as it ends a
 /// C program killed by SIGPIPE, instead of with a panic message. Rust ignores SIGPIPE, so
 /// `println!` panics with "failed printing to stdout: Broken pipe"; this hook exits with
@@ -84,4 +72,16 @@ pub fn quiet_broken_pipe() {
         }
         default(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_and_directives_parse() {
+        assert!(filter(Some("debug")).is_ok());
+        assert!(filter(Some("info,dpdk=warn")).is_ok());
+        assert!(filter(Some("info,dpdk=notalevel")).is_err());
+    }
 }
