@@ -36,7 +36,11 @@ fn sixty_five_thousand_flows_each_deliver_their_bytes() {
     let r = sim::run(&cfg, |_| {}).expect("the model runs");
     assert_eq!(r.gen.established, u64::from(FLOWS), "{:?}", r.gen);
     assert_eq!(r.gen.closed, u64::from(FLOWS), "{:?}", r.gen);
-    assert_eq!(r.bytes, u64::from(FLOWS) * BYTES, "every flow's bytes delivered");
+    assert_eq!(
+        r.bytes,
+        u64::from(FLOWS) * BYTES,
+        "every flow's bytes delivered"
+    );
     assert_eq!(r.gen.resets, 0);
     assert_eq!(r.gen.retransmits, 0);
 }
