@@ -14,8 +14,38 @@ use benches::gro_fixture::{
 use dpdk::{Clock, Eal, Mempool};
 use serde_json::json;
 
-/// Measurements per (implementation, row); the median is reported.
+/// Measurements per (implementation, row) by default; the median is reported.
 pub const REPEATS: usize = 5;
+
+/// What to run: by default every row of the issue's table, both implementations.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// One JSON object per (implementation, row) instead of the table.
+    pub json: bool,
+    /// Pattern names (`rr`, `train`).
+    pub patterns: Vec<String>,
+    /// Flow counts.
+    pub flows: Vec<u32>,
+    /// Flush windows in nanoseconds.
+    pub flush_ns: Vec<u64>,
+    /// Measurements per implementation and row.
+    pub runs: usize,
+    /// Only this implementation (`weir` or `rte_gro`): for profiling one side.
+    pub only: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            json: false,
+            patterns: Pattern::ALL.iter().map(|p| p.name().to_string()).collect(),
+            flows: FLOW_COUNTS.to_vec(),
+            flush_ns: FLUSH_NS.to_vec(),
+            runs: REPEATS,
+            only: None,
+        }
+    }
+}
 
 /// Timed segments per measurement.
 pub const SEGMENTS: u64 = 64 * 1024;
@@ -60,7 +90,9 @@ fn median_of(ms: &[Measurement]) -> Measurement {
     }
 }
 
-/// Measures one row: both implementations, `REPEATS` times each, alternating order.
+/// Measures one row: both implementations (or the one `only` names), `runs` times each,
+/// alternating order.
+#[allow(clippy::too_many_arguments)]
 fn measure_row(
     eal: &Eal,
     pool: Mempool,
@@ -68,14 +100,21 @@ fn measure_row(
     pattern: Pattern,
     flows: u32,
     flush_ns: u64,
+    runs: usize,
+    only: Option<&str>,
 ) -> Result<Row> {
     let bursts = SEGMENTS / BURST as u64;
     let warmup = WARMUP / BURST as u64;
     let (mut weir, mut rte) = (Vec::new(), Vec::new());
-    for rep in 0..REPEATS {
+    for rep in 0..runs.max(1) {
         for side in 0..2 {
+            let is_weir = (rep + side) % 2 == 0;
+            let name = if is_weir { "weir" } else { "rte_gro" };
+            if only.is_some_and(|o| o != name) {
+                continue;
+            }
             let mut gen = Generator::new(pool, pattern, flows);
-            if (rep + side) % 2 == 0 {
+            if is_weir {
                 let mut rx = WeirGro::new(*clock, flows, flush_ns);
                 weir.push(measure(&mut rx, &mut gen, clock, warmup, bursts));
             } else {
@@ -94,23 +133,48 @@ fn measure_row(
     })
 }
 
-/// Runs every row and prints the table (or JSON lines with `json`) and the targets.
-pub fn run(json: bool) -> Result<()> {
+/// Runs the rows `opts` selects and prints the table (or JSON lines with `json`) and the
+/// targets.
+pub fn run(opts: &Options) -> Result<()> {
+    let json = opts.json;
+    let mut patterns = Vec::new();
+    for name in &opts.patterns {
+        let p = Pattern::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .with_context(|| format!("unknown pattern {name:?} (rr or train)"))?;
+        patterns.push(p);
+    }
+    if let Some(o) = &opts.only {
+        anyhow::ensure!(
+            o == "weir" || o == "rte_gro",
+            "--only takes weir or rte_gro, not {o:?}"
+        );
+    }
     let eal = Eal::init(eal_args("gro")).context("initialising the EAL")?;
     let pool = prepare_pool(&eal, "weir-bench-gro").context("creating the mbuf pool")?;
     let clock = Clock::new(&eal);
 
     let mut rows = Vec::new();
-    for pattern in Pattern::ALL {
-        for flows in FLOW_COUNTS {
-            for flush_ns in FLUSH_NS {
+    for &pattern in &patterns {
+        for &flows in &opts.flows {
+            for &flush_ns in &opts.flush_ns {
                 if !json {
                     eprint!(
                         "\rweir-bench gro: {} {flows} flows {flush_ns} ns ...   ",
                         pattern.name()
                     );
                 }
-                rows.push(measure_row(&eal, pool, &clock, pattern, flows, flush_ns)?);
+                rows.push(measure_row(
+                    &eal,
+                    pool,
+                    &clock,
+                    pattern,
+                    flows,
+                    flush_ns,
+                    opts.runs,
+                    opts.only.as_deref(),
+                )?);
             }
         }
     }
@@ -131,20 +195,22 @@ pub fn run(json: bool) -> Result<()> {
                         "ns_per_segment": m.ns_per_segment,
                         "segments_per_unit": m.segments_per_unit,
                         "ratio": r.ratio(),
+                        "wall_ns_per_segment": m.wall_ns_per_segment,
+                        "cpu_share": m.cpu_share,
                     })
                 );
             }
         }
     } else {
-        print_table(&rows);
+        print_table(&rows, opts.runs);
     }
     print_targets(&rows, json);
     Ok(())
 }
 
-fn print_table(rows: &[Row]) {
+fn print_table(rows: &[Row], runs: usize) {
     println!(
-        "weir-bench gro: medians of {REPEATS} runs of {SEGMENTS} segments (bursts of {BURST}, \
+        "weir-bench gro: medians of {runs} runs of {SEGMENTS} segments (bursts of {BURST}, \
          1448-byte payloads, TSC {})",
         load()
     );

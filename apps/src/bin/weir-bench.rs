@@ -36,6 +36,21 @@ enum Cmd {
         /// One JSON object per (implementation, row).
         #[arg(long)]
         json: bool,
+        /// Arrival patterns to run (comma-separated: rr, train).
+        #[arg(long, value_delimiter = ',', default_values_t = [String::from("rr"), String::from("train")])]
+        pattern: Vec<String>,
+        /// Flow counts (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 16, 256, 4096])]
+        flows: Vec<u32>,
+        /// Flush windows in ns (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [0u64, 2_000, 100_000])]
+        flush_ns: Vec<u64>,
+        /// Measurements per implementation and row (the median is reported).
+        #[arg(long, default_value_t = apps::bench_gro::REPEATS)]
+        runs: usize,
+        /// Run only this implementation (weir or rte_gro), e.g. under `perf record`.
+        #[arg(long)]
+        only: Option<String>,
     },
     /// TCP receive + ACK decision per wire segment, and ACK building, on in-memory buffers.
     Tcp {
@@ -74,7 +89,21 @@ fn main() -> std::process::ExitCode {
             runs,
             flows,
         } => apps::bench_e2e::run(json, seconds, runs, &flows),
-        Cmd::Gro { json } => apps::bench_gro::run(json),
+        Cmd::Gro {
+            json,
+            pattern,
+            flows,
+            flush_ns,
+            runs,
+            only,
+        } => apps::bench_gro::run(&apps::bench_gro::Options {
+            json,
+            patterns: pattern,
+            flows,
+            flush_ns,
+            runs,
+            only,
+        }),
         Cmd::Tcp { json } => apps::bench_tcp::run(json),
         Cmd::Stages { json } => apps::bench_stages::run(json),
         Cmd::Tap {
