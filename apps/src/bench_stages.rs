@@ -269,7 +269,8 @@ impl Receiver for BareTcp {
         for b in frames {
             parse_into(b.data(), b.rx_checksum(), &weir_addrs(), &mut parsed);
             if let Parsed::Tcp(m) = &parsed {
-                self.tcp.handle_segment(now, Segment::from_meta(m, b, now));
+                self.tcp
+                    .handle_segment(now, &mut Segment::from_meta(m, b, now));
             }
         }
     }
@@ -453,7 +454,8 @@ impl Path {
 
                 let gro = &mut self.gro;
                 let t0 = StdInstant::now();
-                let mut push = |s: Segment<VecBuf>| segs.push(s);
+                // Stages are timed apart, so GRO's output is kept (moved out) for TCP.
+                let mut push = |s: &mut Segment<VecBuf>| segs.push(s.take());
                 for (i, (b, m)) in bufs.drain(..).zip(parsed.iter()).enumerate() {
                     if let Parsed::Tcp(m) = m {
                         gro.handle_segment(now, m, b, &mut push);
@@ -465,8 +467,8 @@ impl Path {
                 Acc::add(&mut g, t0, overhead);
 
                 let t0 = StdInstant::now();
-                for s in segs.drain(..) {
-                    self.tcp.handle_segment(now, s);
+                for mut s in segs.drain(..) {
+                    self.tcp.handle_segment(now, &mut s);
                 }
                 bytes += consume(&mut self.tcp, &mut ids);
                 Acc::add(&mut t, t0, overhead);
@@ -597,10 +599,10 @@ fn flush_expired(senders: &mut Senders, flushes: usize, overhead: f64) -> anyhow
         for (i, b) in senders.round().into_iter().enumerate() {
             parse_into(b.data(), b.rx_checksum(), &local, &mut parsed);
             if let Parsed::Tcp(m) = &parsed {
-                gro.handle_segment(now, m, b, &mut |s| segs.push(s));
+                gro.handle_segment(now, m, b, &mut |s| segs.push(s.take()));
             }
             if (i + 1) % BURST == 0 {
-                gro.end_of_burst(now, &mut |s| segs.push(s));
+                gro.end_of_burst(now, &mut |s| segs.push(s.take()));
             }
         }
         if !segs.is_empty() || gro.held_runs() != FLOWS {
@@ -608,7 +610,7 @@ fn flush_expired(senders: &mut Senders, flushes: usize, overhead: f64) -> anyhow
         }
         now += HOLD;
         let t0 = StdInstant::now();
-        gro.flush_expired(now, &mut |s| segs.push(s));
+        gro.flush_expired(now, &mut |s| segs.push(s.take()));
         ns.add(t0, overhead);
         if segs.len() != FLOWS || gro.held_runs() != 0 {
             bail!("flush_expired flushed {} runs of {FLOWS}", segs.len());

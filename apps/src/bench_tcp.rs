@@ -46,8 +46,8 @@ fn receive(run: u16, bursts: usize) -> anyhow::Result<(f64, f64)> {
         let segs: Vec<Segment<VecBuf>> = (0..BURST / run).map(|_| rx.next(run)).collect();
         let now = rx.now;
         let t = StdInstant::now();
-        for s in segs {
-            rx.tcp.handle_segment(now, s);
+        for mut s in segs {
+            rx.tcp.handle_segment(now, &mut s);
         }
         ns += t.elapsed().as_nanos();
         acks += rx.drain();

@@ -36,8 +36,8 @@ fn receive(c: &mut Criterion) {
                         (0..BURST / run).map(|_| rx.next(run)).collect();
                     let now = rx.now;
                     let start = StdInstant::now();
-                    for s in segs {
-                        rx.tcp.handle_segment(now, s);
+                    for mut s in segs {
+                        rx.tcp.handle_segment(now, &mut s);
                     }
                     t += start.elapsed();
                     black_box(rx.drain());

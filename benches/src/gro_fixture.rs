@@ -29,10 +29,13 @@
 //!
 //! - weir ([`WeirGro`]): `now` from the [`Clock`], [`stack::wire::parse_into`] of every
 //!   frame, [`Gro::handle_segment`], then [`Gro::end_of_burst`] (which with `flush_ns > 0`
-//!   is [`Gro::flush_expired`]); every output [`Segment`] is dropped, freeing its mbufs;
+//!   is [`Gro::flush_expired`]); every output [`Segment`] is handed to a consumer that
+//!   keeps nothing, so GRO frees its mbufs (`rte_pktmbuf_free_bulk`, through
+//!   [`PacketBuf::free_bulk`]) as it frees whatever TCP leaves;
 //! - `rte_gro` ([`RteGro`]): `rte_gro_reassemble`, then `rte_gro_timeout_flush` with the
 //!   window in TSC cycles (0: flush everything each burst, like weir's `flush_ns = 0`);
-//!   unprocessed and flushed mbufs (chains, when merged) are freed.
+//!   unprocessed and flushed mbufs (chains, when merged) are freed the same way, with
+//!   `rte_pktmbuf_free_bulk`.
 //!
 //! Output units are counted on both sides (weir: segments emitted; `rte_gro`: packets
 //! flushed or left unprocessed), so segments per unit is input segments over units.
@@ -42,7 +45,7 @@ use std::net::Ipv4Addr;
 use arrayvec::ArrayVec;
 use dpdk::gro::GroCtx;
 use dpdk::{Clock, Eal, Mbuf, Mempool, PacketType};
-use stack::buf::{ChecksumStatus, RxChecksum};
+use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use stack::gro::{Gro, GroConfig};
 use stack::segment::Segment;
 use stack::seq::SeqNumber;
@@ -351,11 +354,9 @@ impl Receiver for WeirGro {
             units,
             ..
         } = self;
-        // Handing a unit on is dropping it here: that frees its mbufs.
-        let mut out = |s: Segment<Mbuf>| {
-            *units += 1;
-            drop(s);
-        };
+        // Handing a unit on: the consumer takes nothing, so GRO frees its mbufs when
+        // this returns (as it frees what TCP leaves).
+        let mut out = |_: &mut Segment<Mbuf>| *units += 1;
         for m in burst.drain(..) {
             parse_into(m.data(), m.rx_checksum(), local, parsed);
             match parsed {
@@ -368,10 +369,7 @@ impl Receiver for WeirGro {
 
     fn finish(&mut self) {
         let units = &mut self.units;
-        self.gro.flush_all(&mut |s| {
-            *units += 1;
-            drop(s);
-        });
+        self.gro.flush_all(&mut |_| *units += 1);
     }
 
     fn units(&self) -> u64 {
@@ -410,8 +408,9 @@ impl RteGro {
         loop {
             let n = self.ctx.timeout_flush(timeout_cycles, &mut self.out);
             self.units += n as u64;
-            // Handing packets on is freeing them here (chains in full).
-            self.out.clear();
+            // Handing packets on is freeing them here (chains in full), in one
+            // rte_pktmbuf_free_bulk as weir frees its units' payload.
+            Mbuf::free_bulk(self.out.drain(..));
             if n < self.out.capacity() {
                 break;
             }
@@ -429,7 +428,7 @@ impl Receiver for RteGro {
         self.ctx.reassemble(burst);
         // Unprocessed packets are passed on as they are.
         self.units += burst.len() as u64;
-        burst.clear();
+        Mbuf::free_bulk(burst.drain(..));
         self.flush(self.timeout_cycles);
     }
 

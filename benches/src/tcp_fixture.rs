@@ -97,7 +97,7 @@ impl Rx {
         let isn = SeqNumber(1_000_000);
         tcp.handle_segment(
             now,
-            segment(flow, isn, SeqNumber(0), TcpFlags::SYN, 0, 0, opts, now),
+            &mut segment(flow, isn, SeqNumber(0), TcpFlags::SYN, 0, 0, opts, now),
         );
         let mut out = Burst::new();
         let mut pool = VecPool::new(1 << 16, 2048);
@@ -116,7 +116,7 @@ impl Rx {
         let snd_nxt = isn + 1;
         tcp.handle_segment(
             now,
-            segment(flow, snd_nxt, our_nxt, TcpFlags::ACK, 0, 0, ts, now),
+            &mut segment(flow, snd_nxt, our_nxt, TcpFlags::ACK, 0, 0, ts, now),
         );
         let id = tcp
             .events()
@@ -136,8 +136,8 @@ impl Rx {
             tsval: 3,
         };
         for _ in 0..40 {
-            let s = rx.next(2);
-            rx.tcp.handle_segment(rx.now, s);
+            let mut s = rx.next(2);
+            rx.tcp.handle_segment(rx.now, &mut s);
             rx.drain();
         }
         Ok(rx)

@@ -340,6 +340,27 @@ impl PacketBuf for Mbuf {
     fn data(&self) -> &[u8] {
         Mbuf::data(self)
     }
+    /// One `rte_pktmbuf_free_bulk` per 64 mbufs (GRO and TCP free a unit's leftovers
+    /// this way) instead of one `rte_pktmbuf_free` call each.
+    fn free_bulk(bufs: impl Iterator<Item = Self>) {
+        // Not a zeroed array: clearing 512 bytes per call cost more than it saved.
+        let mut raw = arrayvec::ArrayVec::<*mut dpdk_sys::rte_mbuf, 64>::new();
+        let free = |raw: &mut arrayvec::ArrayVec<*mut dpdk_sys::rte_mbuf, 64>| {
+            // SAFETY: every pointer is an owned, valid mbuf taken out of its `Mbuf` with
+            // `into_raw`, so nothing else frees it; rte_pktmbuf_free_bulk frees each chain.
+            unsafe { dpdk_sys::rte_pktmbuf_free_bulk(raw.as_mut_ptr(), raw.len() as u32) };
+            raw.clear();
+        };
+        for m in bufs {
+            if raw.is_full() {
+                free(&mut raw);
+            }
+            raw.push(m.into_raw().as_ptr());
+        }
+        if !raw.is_empty() {
+            free(&mut raw);
+        }
+    }
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
     }

@@ -69,6 +69,15 @@ pub trait PacketBuf {
     fn request_tx_checksum(&mut self, _req: TxChecksumOffload) -> bool {
         false
     }
+    /// Frees every buffer `bufs` yields. The default drops them one by one; a buffer type
+    /// whose allocator frees a batch more cheaply (DPDK's `rte_pktmbuf_free_bulk`)
+    /// overrides it. GRO and TCP free a unit's leftover payload this way.
+    fn free_bulk(bufs: impl Iterator<Item = Self>)
+    where
+        Self: Sized,
+    {
+        bufs.for_each(drop);
+    }
 }
 
 /// A source of empty buffers for building packets (ACKs, SYN-ACKs, ARP replies).
@@ -127,10 +136,13 @@ impl<B: PacketBuf> PayloadChain<B> {
         Self::default()
     }
     /// Appends a slice; gives it back if the chain is full.
+    #[inline(always)]
     pub fn push(&mut self, s: PayloadSlice<B>) -> Result<(), PayloadSlice<B>> {
-        let n = u32::from(s.len);
-        self.slices.try_push(s).map_err(|e| e.element())?;
-        self.len += n;
+        if self.slices.is_full() {
+            return Err(s);
+        }
+        self.len += u32::from(s.len);
+        self.slices.push(s);
         Ok(())
     }
     /// Total payload bytes.
@@ -157,6 +169,23 @@ impl<B: PacketBuf> PayloadChain<B> {
     pub fn drain(&mut self) -> impl Iterator<Item = PayloadSlice<B>> + '_ {
         self.len = 0;
         self.slices.drain(..)
+    }
+    /// Frees every slice's buffer ([`PacketBuf::free_bulk`]), leaving the chain empty.
+    #[inline]
+    pub fn clear(&mut self) {
+        if !self.slices.is_empty() {
+            self.len = 0;
+            B::free_bulk(self.slices.drain(..).map(|s| s.buf));
+        }
+    }
+    /// Moves the slices out into a new chain, leaving this one empty. Unlike
+    /// `mem::take`, copies only the slots in use.
+    pub fn take(&mut self) -> PayloadChain<B> {
+        let mut p = PayloadChain::new();
+        for s in self.drain() {
+            let _ = p.push(s); // same capacity: always fits
+        }
+        p
     }
     /// Removes `n` bytes from the front (dropping buffers that become empty). Used when a
     /// retransmission overlaps bytes already received.

@@ -66,6 +66,9 @@ pub struct Pipeline<B> {
     gro: Option<Gro<B>>,
     tcp: Tcp<B>,
     ctl: ArrayVec<Ctl<B>, CTL_QUEUE>,
+    /// With GRO off: where each segment is handed to TCP from (filled in place, see
+    /// [`Segment`] on why it is not built per segment).
+    one: Segment<B>,
     parsed: Parsed,
     parse_stats: ParseStats,
     stats: PipelineStats,
@@ -84,6 +87,7 @@ impl<B: PacketBuf> Pipeline<B> {
             gro: cfg.gro.map(Gro::new),
             tcp,
             ctl: ArrayVec::new(),
+            one: Segment::empty(),
             parsed: Parsed::Drop(DropReason::TruncatedEthernet),
             parse_stats: ParseStats::default(),
             stats: PipelineStats::default(),
@@ -96,7 +100,7 @@ impl<B: PacketBuf> Pipeline<B> {
     /// at the end of the burst flushes the GRO runs that are due.
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
         let tcp = &mut self.tcp;
-        let mut deliver = |seg: Segment<B>| tcp.handle_segment(now, seg);
+        let mut deliver = |seg: &mut Segment<B>| tcp.handle_segment(now, seg);
         // Runs whose hold time is up leave before this burst is fed: a segment arriving
         // now must not extend a run that is already due.
         if let Some(gro) = &mut self.gro {
@@ -115,7 +119,12 @@ impl<B: PacketBuf> Pipeline<B> {
             match &self.parsed {
                 Parsed::Tcp(meta) => match &mut self.gro {
                     Some(gro) => gro.handle_segment(now, meta, buf, &mut deliver),
-                    None => deliver(Segment::from_meta(meta, buf, now)),
+                    None => {
+                        // With GRO off every segment is a run of one, filled in place.
+                        self.one.fill_from_meta(meta, buf, now);
+                        deliver(&mut self.one);
+                        self.one.payload.clear();
+                    }
                 },
                 Parsed::ArpRequest(r) => push_ctl(&mut self.ctl, &mut self.stats, Ctl::Arp(*r)),
                 Parsed::IcmpEcho(e) => {

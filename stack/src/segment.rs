@@ -4,6 +4,13 @@
 //! payload as a chain of received buffers, so the receive path needs no header rewrite and
 //! no checksum recomputation. Every TCP segment reaches TCP this way, coalesced or not (a
 //! SYN, a RST or a lone segment is a run of one).
+//!
+//! A `Segment` is about 1.1 KiB (its payload chain has room for `MAX_CHAIN` slices), so
+//! it is handed on by reference, never moved: GRO fills one in its own storage and passes
+//! `&mut Segment` to its consumer, which takes the payload slices it keeps (TCP drains
+//! them into its receive queue); whatever the consumer leaves in `payload` is freed when
+//! the call returns. Moving a `Segment` per unit costs a copy of every slot, which at one
+//! segment per unit was GRO's largest cost (issue 3).
 
 use crate::buf::{PayloadChain, PayloadSlice};
 use crate::flow::FlowKey;
@@ -45,8 +52,77 @@ pub struct Segment<B> {
 }
 
 impl<B: crate::buf::PacketBuf> Segment<B> {
-    /// A run of one: the segment described by `meta`, whose payload lies in `buf`. This is
-    /// how GRO starts a run and how the pipeline passes segments on with GRO off.
+    /// An empty segment (no flow, no payload): storage for [`Segment::fill_from_meta`].
+    pub fn empty() -> Self {
+        Segment {
+            flow: FlowKey::default(),
+            peer_mac: [0; 6],
+            local_mac: [0; 6],
+            seq: SeqNumber(0),
+            ack: SeqNumber(0),
+            flags: TcpFlags::NONE,
+            window: 0,
+            opts: TcpOptions::default(),
+            ts_last: None,
+            segs: 0,
+            gso_size: 0,
+            first_rx: Instant::ZERO,
+            payload: PayloadChain::new(),
+        }
+    }
+
+    /// Makes this the run of one described by `meta`, whose payload lies in `buf`: how GRO
+    /// passes on a segment it does not hold, and how the pipeline passes segments on with
+    /// GRO off, without building a `Segment` per segment. Whatever payload this held is
+    /// freed first.
+    #[inline]
+    pub fn fill_from_meta(&mut self, meta: &TcpMeta, buf: B, now: Instant) {
+        self.payload.clear();
+        if meta.payload_len > 0 {
+            // An empty chain always has room for one slice.
+            let _ = self.payload.push(PayloadSlice {
+                buf,
+                off: meta.payload_off,
+                len: meta.payload_len,
+            });
+        }
+        self.flow = meta.flow;
+        self.peer_mac = meta.src_mac;
+        self.local_mac = meta.dst_mac;
+        self.seq = meta.seq;
+        self.ack = meta.ack;
+        self.flags = meta.flags;
+        self.window = meta.window;
+        self.opts = meta.opts;
+        self.ts_last = meta.opts.timestamp;
+        self.segs = 1;
+        self.gso_size = meta.payload_len;
+        self.first_rx = now;
+    }
+
+    /// Moves this segment out (its payload slices and a copy of its header fields),
+    /// leaving its payload empty: for consumers that keep whole segments (tests, batches).
+    pub fn take(&mut self) -> Self {
+        Segment {
+            flow: self.flow,
+            peer_mac: self.peer_mac,
+            local_mac: self.local_mac,
+            seq: self.seq,
+            ack: self.ack,
+            flags: self.flags,
+            window: self.window,
+            opts: self.opts,
+            ts_last: self.ts_last,
+            segs: self.segs,
+            gso_size: self.gso_size,
+            first_rx: self.first_rx,
+            payload: self.payload.take(),
+        }
+    }
+
+    /// A run of one: the segment described by `meta`, whose payload lies in `buf`
+    /// (tests and fuzzing build segments this way; the data path fills one in place with
+    /// [`Segment::fill_from_meta`]).
     pub fn from_meta(meta: &TcpMeta, buf: B, now: Instant) -> Self {
         let mut payload = PayloadChain::new();
         if meta.payload_len > 0 {

@@ -89,7 +89,7 @@ impl PacketBuf for Handle {
 }
 
 /// Frees what a receiver would free: the buffers go back to the pool.
-fn recycle<B: PacketBuf>(pool: &mut Vec<B>, mut s: Segment<B>) {
+fn recycle<B: PacketBuf>(pool: &mut Vec<B>, s: &mut Segment<B>) {
     pool.extend(s.payload.drain().map(|sl| sl.buf));
 }
 

@@ -193,6 +193,9 @@ fn payload_bytes(m: &TcpMeta) -> Vec<u8> {
 
 fn frame(m: &TcpMeta) -> VecBuf {
     let mut v = vec![0xee; usize::from(m.payload_off)];
+    // The MAC header as parsed into `m` (GRO compares the frame's).
+    v[..6].copy_from_slice(&m.dst_mac);
+    v[6..12].copy_from_slice(&m.src_mac);
     v.extend(payload_bytes(m));
     VecBuf::from_vec(v)
 }
@@ -292,7 +295,7 @@ fn run_case(
 
     for (step, actions) in bursts {
         now += Duration::from_nanos(step);
-        gro.flush_expired(now, &mut |s| outs.push(s));
+        gro.flush_expired(now, &mut |s| outs.push(s.take()));
         for s in outs.drain(..) {
             ck.emitted(now, s)?;
         }
@@ -307,7 +310,7 @@ fn run_case(
                 rx: now,
             });
             fed += 1;
-            gro.handle_segment(now, &m, frame(&m), &mut |s| outs.push(s));
+            gro.handle_segment(now, &m, frame(&m), &mut |s| outs.push(s.take()));
             for s in outs.drain(..) {
                 ck.emitted(now, s)?;
             }
@@ -318,7 +321,7 @@ fn run_case(
                 prop_assert!(gro.stats().evictions() > ev, "full table, no eviction");
             }
         }
-        gro.end_of_burst(now, &mut |s| outs.push(s));
+        gro.end_of_burst(now, &mut |s| outs.push(s.take()));
         for s in outs.drain(..) {
             ck.emitted(now, s)?;
         }
@@ -331,7 +334,7 @@ fn run_case(
             None => prop_assert_eq!(gro.held_runs(), 0),
         }
     }
-    gro.flush_all(&mut |s| outs.push(s));
+    gro.flush_all(&mut |s| outs.push(s.take()));
     for s in outs.drain(..) {
         ck.emitted(now, s)?;
     }

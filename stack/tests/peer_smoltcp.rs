@@ -263,7 +263,9 @@ fn run_seed(
                 panic!("rx pool exhausted: a buffer leak");
             };
             match parse(buf.data(), buf.rx_checksum(), &local) {
-                Parsed::Tcp(meta) => gro.handle_segment(now, &meta, buf, &mut |s| segs.push(s)),
+                Parsed::Tcp(meta) => {
+                    gro.handle_segment(now, &meta, buf, &mut |s| segs.push(s.take()))
+                }
                 Parsed::ArpRequest(req) => {
                     let mut b = vec![0u8; 64];
                     let l = emit_arp_reply(&req, WEIR_MAC, &mut b);
@@ -273,9 +275,9 @@ fn run_seed(
                 _ => {}
             }
         }
-        gro.end_of_burst(now, &mut |s| segs.push(s));
-        for s in segs.drain(..) {
-            tcp.handle_segment(now, s);
+        gro.end_of_burst(now, &mut |s| segs.push(s.take()));
+        for mut s in segs.drain(..) {
+            tcp.handle_segment(now, &mut s);
         }
 
         // The application.

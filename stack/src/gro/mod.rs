@@ -11,7 +11,10 @@
 //!
 //! [`Gro::handle_segment`] takes one parsed segment ([`TcpMeta`] plus its buffer) and
 //! either appends its payload to the flow's held run or passes segments on as
-//! [`Segment`]s through the caller's `out` callback. A run is emitted (flushed) when its
+//! [`Segment`]s through the caller's `out` callback. `out` gets `&mut Segment` in GRO's
+//! own storage (a `Segment` is about 1.1 KiB: moving one per unit was GRO's largest cost
+//! at one segment per unit); it takes the payload slices it keeps, and GRO frees whatever
+//! is left in the segment's payload when `out` returns. A run is emitted (flushed) when its
 //! last segment ends it (PSH, FIN, short), when it is full, when the flow's next segment
 //! cannot join it, when its time is up, when the table needs its room, or on shutdown.
 //! Every output unit is counted by [`FlushReason`] in [`GroStats`].
@@ -81,12 +84,12 @@ mod tests;
 
 pub use stats::{FlushReason, GroStats, HoldHistogram, HOLD_BUCKETS};
 
-use crate::buf::{PacketBuf, PayloadChain, PayloadSlice, MAX_CHAIN};
+use crate::buf::{PacketBuf, PayloadSlice, MAX_CHAIN};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
-use crate::wire::{TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES};
+use crate::wire::{TcpFlags, TcpMeta, Timestamp, MAX_OPTION_BYTES};
 use table::{FlowTable, Run, MAX_RUNS};
 
 /// GRO settings for one pipeline.
@@ -152,7 +155,10 @@ const MAY_DIFFER: u8 = TcpFlags::CWR.0 | TcpFlags::FIN.0 | TcpFlags::PSH.0;
 /// position and IPv6 flow label in `net`; option bytes (TSval masked) in `opts`.
 #[derive(Clone, Copy)]
 struct HeaderSig {
-    mac: u128,
+    /// Source MAC and the first two bytes of the destination MAC, then the rest of it:
+    /// two words, not a `u128`, because a 16-byte load of a signature just stored as two
+    /// words stalls on store forwarding (it showed as half of `can_merge`'s time).
+    mac: [u64; 2],
     hdr: u64,
     net: u64,
     opts: [u64; 5],
@@ -206,13 +212,28 @@ static TSVAL_MASK: [[u64; 5]; TSVAL_NONE + 1] = {
 
 impl HeaderSig {
     #[inline(always)]
-    fn of(meta: &TcpMeta) -> Self {
-        // Same MAC header (`gro_list_prepare`, `compare_ether_header`): source then
-        // destination, little-endian in the low 96 bits.
-        let mut m = [0u8; 16];
-        m[..6].copy_from_slice(&meta.src_mac);
-        m[6..12].copy_from_slice(&meta.dst_mac);
-        let mac = u128::from_le_bytes(m);
+    fn of(meta: &TcpMeta, frame: &[u8]) -> Self {
+        // Same MAC header (`gro_list_prepare`, `compare_ether_header`): destination then
+        // source as in the frame, little-endian in the low 96 bits. Read from the frame,
+        // as Linux compares the header bytes: `meta`'s copies were just stored byte by
+        // byte, and reading them back in words stalled on store forwarding.
+        let mac = match frame.first_chunk::<12>() {
+            Some(e) => {
+                let mut lo = [0u8; 8];
+                lo.copy_from_slice(&e[..8]);
+                let mut hi = [0u8; 8];
+                hi[..4].copy_from_slice(&e[8..]);
+                [u64::from_le_bytes(lo), u64::from_le_bytes(hi)]
+            }
+            None => {
+                // Not a frame `meta` was parsed from (tests with header-less buffers).
+                let mut m = [0u8; 16];
+                m[..6].copy_from_slice(&meta.dst_mac);
+                m[6..12].copy_from_slice(&meta.src_mac);
+                let m = u128::from_le_bytes(m);
+                [m as u64, (m >> 64) as u64]
+            }
+        };
         let hdr = u64::from(meta.ack.get()) << 32
             | u64::from(meta.window) << 16
             | u64::from(meta.header_len) << 8
@@ -249,32 +270,16 @@ impl HeaderSig {
     }
 
     /// Non-zero when any packed field differs from `run`'s.
-    #[inline]
+    #[inline(always)]
     fn diff(&self, run: &Run) -> u64 {
-        let mac = self.mac ^ run.mac;
-        let mut d = (self.hdr ^ run.hdr) | (self.net ^ run.net) | (mac as u64) | (mac >> 64) as u64;
+        let mut d = (self.hdr ^ run.hdr)
+            | (self.net ^ run.net)
+            | (self.mac[0] ^ run.mac as u64)
+            | (self.mac[1] ^ (run.mac >> 64) as u64);
         for (a, b) in self.opts.iter().zip(run.opts.iter()) {
             d |= a ^ b;
         }
         d
-    }
-}
-
-/// The cold part of a held run: read only when the run is emitted.
-#[derive(Debug)]
-struct Cold<B> {
-    seq: SeqNumber,
-    opts: TcpOptions,
-    chain: PayloadChain<B>,
-}
-
-impl<B> Default for Cold<B> {
-    fn default() -> Self {
-        Cold {
-            seq: SeqNumber(0),
-            opts: TcpOptions::default(),
-            chain: PayloadChain::default(),
-        }
     }
 }
 
@@ -291,8 +296,12 @@ enum NoMerge {
 pub struct Gro<B> {
     cfg: GroConfig,
     table: FlowTable,
-    /// Cold halves of the runs, indexed by the table's slots.
-    cold: Box<[Cold<B>]>,
+    /// Cold halves of the runs, indexed by the table's slots: the output segment each run
+    /// is emitted as. `start_run` sets its sequence number and options, `merge` appends to
+    /// its payload, `flush_slot` fills in the rest from the hot [`Run`] and hands it on.
+    cold: Box<[Segment<B>]>,
+    /// Where a segment that is not held is handed on from (a run of one).
+    one: Segment<B>,
     stats: GroStats,
     /// With `hold_histogram`: each held segment's arrival, `MAX_CHAIN` per table slot.
     arrivals: Option<Box<[Instant]>>,
@@ -306,7 +315,7 @@ impl<B: PacketBuf> Gro<B> {
     pub fn new(cfg: GroConfig) -> Self {
         let cfg = cfg.clamped();
         let table = FlowTable::new(cfg.max_flows);
-        let cold = (0..table.capacity()).map(|_| Cold::default()).collect();
+        let cold = (0..table.capacity()).map(|_| Segment::empty()).collect();
         let arrivals = cfg
             .hold_histogram
             .then(|| vec![Instant::from_nanos(0); table.capacity() * MAX_CHAIN].into_boxed_slice());
@@ -314,6 +323,7 @@ impl<B: PacketBuf> Gro<B> {
             cfg,
             table,
             cold,
+            one: Segment::empty(),
             stats: GroStats {
                 hold_ns: cfg.hold_histogram.then(Box::default),
                 ..GroStats::default()
@@ -348,7 +358,7 @@ impl<B: PacketBuf> Gro<B> {
         now: Instant,
         meta: &TcpMeta,
         buf: B,
-        out: &mut impl FnMut(Segment<B>),
+        out: &mut impl FnMut(&mut Segment<B>),
     ) {
         self.stats.segments_in += 1;
         self.stats.held_segments += 1;
@@ -364,7 +374,7 @@ impl<B: PacketBuf> Gro<B> {
             return;
         }
 
-        let sig = HeaderSig::of(meta);
+        let sig = HeaderSig::of(meta, buf.data());
         let Some(s) = held else {
             self.start_run(now, hash, meta, &sig, buf, out);
             return;
@@ -386,7 +396,7 @@ impl<B: PacketBuf> Gro<B> {
     /// ([`FlushReason::BurstEnd`], as `napi_complete_done` does without
     /// `gro_flush_timeout`); otherwise flushes the runs whose deadline passed
     /// ([`FlushReason::Timer`]).
-    pub fn end_of_burst(&mut self, now: Instant, out: &mut impl FnMut(Segment<B>)) {
+    pub fn end_of_burst(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
         if self.cfg.flush_ns == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
@@ -398,7 +408,7 @@ impl<B: PacketBuf> Gro<B> {
     /// Flushes every run held for `flush_ns` or longer ([`FlushReason::Timer`]), oldest
     /// first. Costs O(expired + 1): runs are kept in arrival order and the oldest expires
     /// first.
-    pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(Segment<B>)) {
+    pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
         while let Some(s) = self.table.oldest() {
             if self.table.run(s).first_rx + self.cfg.flush_ns > now {
@@ -416,18 +426,19 @@ impl<B: PacketBuf> Gro<B> {
     }
 
     /// Flushes every held run, oldest first ([`FlushReason::Shutdown`]).
-    pub fn flush_all(&mut self, out: &mut impl FnMut(Segment<B>)) {
+    pub fn flush_all(&mut self, out: &mut impl FnMut(&mut Segment<B>)) {
         self.flush_all_as(FlushReason::Shutdown, out);
     }
 
-    fn flush_all_as(&mut self, reason: FlushReason, out: &mut impl FnMut(Segment<B>)) {
+    fn flush_all_as(&mut self, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
         while let Some(s) = self.table.oldest() {
             self.flush_slot(s, reason, out);
         }
     }
 
     /// Whether `meta` may join the run in slot `s` (all of Linux's per-pair checks).
-    #[inline]
+    /// Inlined so that `sig` stays in registers.
+    #[inline(always)]
     fn can_merge(&self, s: u32, meta: &TcpMeta, sig: &HeaderSig) -> Result<(), NoMerge> {
         let run = self.table.run(s);
         let ts = meta.opts.timestamp.unwrap_or_default();
@@ -453,13 +464,13 @@ impl<B: PacketBuf> Gro<B> {
 
     /// Appends `meta`'s payload to the run in slot `s`; emits the run if this ends it.
     #[inline]
-    fn merge(&mut self, s: u32, meta: &TcpMeta, buf: B, out: &mut impl FnMut(Segment<B>)) {
+    fn merge(&mut self, s: u32, meta: &TcpMeta, buf: B, out: &mut impl FnMut(&mut Segment<B>)) {
         let slice = PayloadSlice {
             buf,
             off: meta.payload_off,
             len: meta.payload_len,
         };
-        if let Err(slice) = self.cold[s as usize].chain.push(slice) {
+        if let Err(slice) = self.cold[s as usize].payload.push(slice) {
             // Unreachable (`can_merge` checks the chain's room); keep order and the data.
             let now = self.table.run(s).first_rx;
             self.flush_slot(s, FlushReason::Size, out);
@@ -505,7 +516,7 @@ impl<B: PacketBuf> Gro<B> {
         meta: &TcpMeta,
         sig: &HeaderSig,
         buf: B,
-        out: &mut impl FnMut(Segment<B>),
+        out: &mut impl FnMut(&mut Segment<B>),
     ) {
         let len = meta.payload_len;
         if meta.flags.intersects(ENDS_RUN) {
@@ -522,25 +533,27 @@ impl<B: PacketBuf> Gro<B> {
         while let Some(v) = self.table.victim_for(hash) {
             self.flush_slot(v, FlushReason::Eviction, out);
         }
-        let run = Run {
-            flow: meta.flow,
-            mac: sig.mac,
-            hdr: sig.hdr,
-            net: sig.net,
-            opts: sig.opts,
-            next_seq: meta.seq.get().wrapping_add(u32::from(len)),
-            tsval: meta.opts.timestamp.map_or(0, |t| t.tsval),
-            tsecr: meta.opts.timestamp.map_or(0, |t| t.tsecr),
-            len: u32::from(len),
-            gso_size: len,
-            segs: 1,
-            ip_id: meta.net.ip_id,
-            fixed_id: false,
-            flags: meta.flags.0,
-            first_rx: now,
-            hash,
-        };
-        let Some(s) = self.table.insert(run) else {
+        let filled = self.table.insert_with(hash, |r| {
+            *r = Run {
+                flow: meta.flow,
+                mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
+                hdr: sig.hdr,
+                net: sig.net,
+                opts: sig.opts,
+                next_seq: meta.seq.get().wrapping_add(u32::from(len)),
+                tsval: meta.opts.timestamp.map_or(0, |t| t.tsval),
+                tsecr: meta.opts.timestamp.map_or(0, |t| t.tsecr),
+                len: u32::from(len),
+                gso_size: len,
+                segs: 1,
+                ip_id: meta.net.ip_id,
+                fixed_id: false,
+                flags: meta.flags.0,
+                first_rx: now,
+                hash,
+            }
+        });
+        let Some(s) = filled else {
             // Unreachable: `victim_for` returned `None`, so there is room.
             self.emit_one(now, meta, buf, FlushReason::Eviction, out);
             return;
@@ -551,8 +564,8 @@ impl<B: PacketBuf> Gro<B> {
         let c = &mut self.cold[s as usize];
         c.seq = meta.seq;
         c.opts = meta.opts;
-        // The chain is empty (drained when the slot's last run was emitted).
-        let _ = c.chain.push(PayloadSlice {
+        // The chain is empty (cleared when the slot's last run was emitted).
+        let _ = c.payload.push(PayloadSlice {
             buf,
             off: meta.payload_off,
             len,
@@ -567,20 +580,22 @@ impl<B: PacketBuf> Gro<B> {
         meta: &TcpMeta,
         buf: B,
         reason: FlushReason,
-        out: &mut impl FnMut(Segment<B>),
+        out: &mut impl FnMut(&mut Segment<B>),
     ) {
         self.stats.record(reason, 1);
         if let Some(h) = &mut self.stats.hold_ns {
             h.record(0); // never held
         }
-        out(Segment::from_meta(meta, buf, now));
+        self.one.fill_from_meta(meta, buf, now);
+        out(&mut self.one);
+        self.one.payload.clear();
     }
 
     /// Emits the run in slot `s` and frees the slot.
-    fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(Segment<B>)) {
-        let run = *self.table.run(s);
+    fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
+        // Unlinked first; the slot's fields stay as they are until the slot is reused.
         self.table.remove(s);
-        let mac = run.mac.to_le_bytes();
+        let run = self.table.run(s);
         self.stats.record(reason, run.segs);
         if let (Some(a), Some(h)) = (&self.arrivals, &mut self.stats.hold_ns) {
             let base = s as usize * MAX_CHAIN;
@@ -589,40 +604,35 @@ impl<B: PacketBuf> Gro<B> {
             }
         }
         let c = &mut self.cold[s as usize];
-        // Built inside the call so it lands in place: a `Segment` local moved into `out`
-        // costs a copy of all `MAX_CHAIN` slots per unit.
-        out(Segment {
-            flow: run.flow,
-            peer_mac: core::array::from_fn(|i| mac[i]),
-            local_mac: core::array::from_fn(|i| mac[6 + i]),
-            seq: c.seq,
-            ack: SeqNumber((run.hdr >> 32) as u32),
-            // First segment's flags | PSH/FIN of the rest: every other flag is identical
-            // across the run, so the OR of all is exactly Linux's result.
-            flags: TcpFlags(run.flags),
-            window: (run.hdr >> 16) as u16,
-            opts: c.opts,
-            ts_last: c.opts.timestamp.map(|_| Timestamp {
-                tsval: run.tsval,
-                tsecr: run.tsecr,
-            }),
-            segs: run.segs,
-            gso_size: run.gso_size,
-            first_rx: run.first_rx,
-            payload: take_used(&mut c.chain),
+        c.flow = run.flow;
+        // Destination MAC in bytes 0..6 of `mac`, source in 6..12 (shifted out of the
+        // word, not read back from a byte array: that stalled on store forwarding).
+        c.peer_mac = mac_bytes((run.mac >> 48) as u64);
+        c.local_mac = mac_bytes(run.mac as u64);
+        c.ack = SeqNumber((run.hdr >> 32) as u32);
+        // First segment's flags | PSH/FIN of the rest: every other flag is identical
+        // across the run, so the OR of all is exactly Linux's result.
+        c.flags = TcpFlags(run.flags);
+        c.window = (run.hdr >> 16) as u16;
+        c.ts_last = c.opts.timestamp.map(|_| Timestamp {
+            tsval: run.tsval,
+            tsecr: run.tsecr,
         });
+        c.segs = run.segs;
+        c.gso_size = run.gso_size;
+        c.first_rx = run.first_rx;
+        out(c);
+        // Whatever the consumer left is freed; the slot's chain is empty for its next run.
+        c.payload.clear();
     }
 }
 
-/// Moves the slices in use out of `chain`, leaving it empty. Unlike `mem::take`, copies
-/// only the used slots.
+/// The low six bytes of `w`, least significant first (a MAC address packed by
+/// [`HeaderSig::of`]).
 #[inline(always)]
-fn take_used<B: PacketBuf>(chain: &mut PayloadChain<B>) -> PayloadChain<B> {
-    let mut p = PayloadChain::new();
-    for slice in chain.drain() {
-        let _ = p.push(slice); // same capacity: always fits
-    }
-    p
+fn mac_bytes(w: u64) -> [u8; 6] {
+    let b = w.to_le_bytes();
+    [b[0], b[1], b[2], b[3], b[4], b[5]]
 }
 
 /// IPv4 ID rule of `inet_gro_flush`: on the second segment a zero ID delta with DF set

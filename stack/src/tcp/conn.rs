@@ -378,12 +378,12 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// Processes one segment for this connection (RFC 9293 §3.10.7.4 order).
-    pub(crate) fn on_segment(&mut self, now: Instant, seg: Segment<B>, ctx: &mut Ctx<B>) {
+    pub(crate) fn on_segment(&mut self, now: Instant, seg: &mut Segment<B>, ctx: &mut Ctx<B>) {
         self.process(now, seg, ctx);
         self.after_input(ctx);
     }
 
-    fn process(&mut self, now: Instant, mut seg: Segment<B>, ctx: &mut Ctx<B>) {
+    fn process(&mut self, now: Instant, seg: &mut Segment<B>, ctx: &mut Ctx<B>) {
         let flags = seg.flags;
         let rst = flags.contains(TcpFlags::RST);
         let mut fin = flags.contains(TcpFlags::FIN);

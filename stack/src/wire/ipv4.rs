@@ -47,8 +47,8 @@ pub mod protocol {
     pub const ICMPV6: u8 = 58;
 }
 
-const FLAG_DF: u16 = 0x4000;
-const FLAG_MF: u16 = 0x2000;
+pub(crate) const FLAG_DF: u16 = 0x4000;
+pub(crate) const FLAG_MF: u16 = 0x2000;
 
 /// `true` for a multicast (224.0.0.0/4), reserved (240.0.0.0/4) or limited broadcast
 /// (255.255.255.255, inside 240/4) address: never a valid source (RFC 1122 §3.2.1.3;

@@ -161,19 +161,19 @@ impl H {
         if psh {
             f |= TcpFlags::PSH;
         }
-        let s = self.seg(self.snd_nxt, f, len, gso);
+        let mut s = self.seg(self.snd_nxt, f, len, gso);
         self.snd_nxt += len as usize;
-        self.tcp.handle_segment(self.now, s);
+        self.tcp.handle_segment(self.now, &mut s);
     }
 
     /// Sends a segment at an explicit sequence number (does not move `snd_nxt`).
     pub fn data_at(&mut self, seq: SeqNumber, len: u32, gso: u16) {
-        let s = self.seg(seq, TcpFlags::ACK, len, gso);
-        self.tcp.handle_segment(self.now, s);
+        let mut s = self.seg(seq, TcpFlags::ACK, len, gso);
+        self.tcp.handle_segment(self.now, &mut s);
     }
 
-    pub fn send(&mut self, s: Segment<VecBuf>) {
-        self.tcp.handle_segment(self.now, s);
+    pub fn send(&mut self, mut s: Segment<VecBuf>) {
+        self.tcp.handle_segment(self.now, &mut s);
     }
 
     /// Runs poll_tx and parses every frame as the peer would.
