@@ -168,6 +168,20 @@ impl Mbuf {
         }
     }
 
+    /// Sets the data of a freshly allocated (reset, empty, one-segment) mbuf to its first
+    /// `len` bytes, what `rte_pktmbuf_append` does for it; `false` (nothing changed) when
+    /// the mbuf is not empty or `len` exceeds its tailroom.
+    pub(crate) fn set_fresh_len(&mut self, len: u16) -> bool {
+        let m = self.m_mut();
+        let room = m.buf_len.saturating_sub(m.data_off);
+        if m.data_len != 0 || m.pkt_len != 0 || !m.next.is_null() || len > room {
+            return false;
+        }
+        m.data_len = len;
+        m.pkt_len = u32::from(len);
+        true
+    }
+
     /// Appends `bytes` (see [`Mbuf::append`]); `false` when they do not fit.
     pub fn extend_from_slice(&mut self, bytes: &[u8]) -> bool {
         let Ok(len) = u16::try_from(bytes.len()) else {
@@ -306,6 +320,35 @@ impl Mbuf {
                 dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
                 dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
             ),
+        }
+    }
+
+    /// Makes the offload flags what a NIC's receive path leaves in a fresh mbuf: only the
+    /// RX checksum verdicts `c`. Everything else is cleared, TX requests included, so a
+    /// sender's flags cannot reach the receiver. For a sender that stands in for the wire
+    /// and a NIC with RX checksum offload (weir-gen on a ring port pair, whose frames are
+    /// correct by construction): the receiver then trusts the verdict as it would a NIC's.
+    pub fn set_received(&mut self, c: RxChecksum) {
+        self.m_mut().ol_flags = 0;
+        self.set_rx_checksum(c);
+    }
+
+    /// Frees every mbuf in `bufs` with one `rte_pktmbuf_free_bulk` (which returns them to
+    /// their pools in runs, not one `rte_mempool_put` each) and leaves `bufs` empty.
+    pub fn free_burst<const N: usize>(bufs: &mut arrayvec::ArrayVec<Mbuf, N>) {
+        let n = bufs.len();
+        if n == 0 {
+            return;
+        }
+        // SAFETY: Mbuf is repr(transparent) over a non-null mbuf pointer, so the first n
+        // elements are n owned mbuf pointers; set_len(0) first, so the ArrayVec no longer
+        // owns what DPDK frees (nothing is freed twice).
+        unsafe {
+            bufs.set_len(0);
+            dpdk_sys::rte_pktmbuf_free_bulk(
+                bufs.as_mut_ptr().cast::<*mut dpdk_sys::rte_mbuf>(),
+                n as std::os::raw::c_uint,
+            );
         }
     }
 
