@@ -9,7 +9,36 @@
 //!   runs open loop (`--blast`: no handshake, no windows) with the same segment pattern;
 //! - `stack`: the full pipeline (GRO with weir-sink's default 20 µs flush, Linux ACK
 //!   policy) against closed-loop senders (handshake, slow start, FIN);
-//! - `stack --no-gro`: the same without coalescing.
+//! - `stack --no-gro`: the same without coalescing;
+//! - `stack --sw-checksum`: `stack` with the receiver verifying every checksum itself.
+//!
+//! What the ring pair models (printed with the results). The generator stands for the
+//! senders, the wire and the receiving NIC:
+//!
+//! - *RX checksum offload*: a NIC verifies IPv4 and TCP checksums and weir trusts its
+//!   verdict (`RxChecksum`). The ring PMD sets none, so by default the generator marks each
+//!   frame "IP and L4 checksum good" ([`GenIo::nic_rx_checksum`]); its checksums are
+//!   correct by construction (verified in software by the in-memory tests and the
+//!   `stack --sw-checksum` row, which would count drops). `--sw-checksum` turns the
+//!   marking off everywhere. The receiver's ACKs carry software checksums either way
+//!   (the ring offers no TX offload).
+//! - *Frames*: one contiguous mbuf per segment, as a NIC delivers them. The generator
+//!   builds data segments in a stamped pool ([`crate::gen::pool`]): only the 66 header
+//!   bytes are written per segment, so the generator is cheap and the receiver reads a
+//!   payload it did not write. For that the pattern's period is the MSS, and each write is
+//!   a whole number of segments (45 x 1,448 = 65,160 bytes, PSH on its last segment,
+//!   within 0.6% of a 64 KiB write): every segment is full-sized, as from a sender that
+//!   is not application-limited. Still checked: TCP sequence accounting (every byte in
+//!   order, no retransmission, clean close), the stamp (sampled on allocation, every
+//!   buffer after each case); no longer checked here: a digest that would notice whole
+//!   segments swapped (`cargo test -p apps`'s ring transfer test does, with the prime
+//!   pattern and software checksums).
+//! - *Arrival pattern*: by default flows interleaved one segment at a time
+//!   (`--interleave segment`, as on a busy NIC queue: the hard case for GRO, since a
+//!   flow's next segment comes 64 segment times later) and weir-sink's default 20 µs GRO
+//!   flush window. `--interleave train:N` sends N segments of a flow back to back, as a
+//!   TSO sender's NIC does (Linux's default TSO size is 64 KiB, 45 segments); the flow
+//!   rotation is otherwise the same.
 //!
 //! Receiver cycles per segment are the TSC cycles of the loop iterations that received or
 //! sent anything, divided by the frames received (weir-sink's `busy_cycles`): what the
@@ -34,18 +63,29 @@ use stack::time::Duration;
 use stack::wire::LocalAddrs;
 
 use crate::gen::driver::{self, GenIo, GenReport, RunOpts};
+use crate::gen::payload::Payload;
+use crate::gen::pool::GenPool;
+use crate::gen::sender::HDR_LEN;
 use crate::gen::{GenConfig, Interleave, Sender};
-use crate::sink::{run_receiver, ReceiverCore};
+use crate::sink::{run_receiver, ReceiverCore, ReceiverResult};
 
-const RX_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const GEN_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
-const PORT: u16 = 5001;
+pub(crate) const RX_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+pub(crate) const GEN_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+pub(crate) const PORT: u16 = 5001;
 /// Ring slots per direction: the depth of a typical NIC descriptor ring.
 const RING_SIZE: u32 = 1024;
+/// Mbufs per pool: more than the rings (2 x 1,024), the receiver's out-of-order and GRO
+/// holdings and the caches can pin at once.
+const POOL_MBUFS: u32 = 16_383;
 /// weir-sink's defaults (`--gro-flush-ns`, `--max-flows`, `--rcvbuf`).
 const FLUSH_NS: u64 = 20_000;
 const GRO_FLOWS: usize = 4096;
 const RCVBUF: u32 = 4 << 20;
+/// The generator's MSS (Linux's on a 1,500-byte MTU with timestamps).
+pub(crate) const MSS: u16 = 1448;
+/// Segments per application write: 45 x 1,448 = 65,160 bytes, the whole number of
+/// segments closest to a 64 KiB write (see the module documentation).
+pub(crate) const SEGS_PER_WRITE: u32 = 45;
 
 /// What the receiving lcore does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,15 +93,26 @@ enum Mode {
     Drop,
     Stack,
     NoGro,
+    SwChecksum,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::Drop, Mode::Stack, Mode::NoGro];
+    const ALL: [Mode; 4] = [Mode::Drop, Mode::Stack, Mode::NoGro, Mode::SwChecksum];
+    /// The name `--only` takes.
+    fn key(self) -> &'static str {
+        match self {
+            Mode::Drop => "drop",
+            Mode::Stack => "stack",
+            Mode::NoGro => "no-gro",
+            Mode::SwChecksum => "sw-csum",
+        }
+    }
     fn name(self) -> &'static str {
         match self {
             Mode::Drop => "drop",
             Mode::Stack => "stack",
             Mode::NoGro => "stack --no-gro",
+            Mode::SwChecksum => "stack --sw-csum",
         }
     }
 }
@@ -75,31 +126,50 @@ struct Sample {
     seg_per_unit: f64,
     seg_per_ack: f64,
     busy_fraction: f64,
+    gen_cycles_per_seg: f64,
     retransmits: u64,
     clean: bool,
 }
 
-struct Rig {
+/// Two lcores, a ring port pair and the pools: the set-up `weir-bench e2e` and the lab's
+/// ring runs share. One per process (one EAL).
+pub(crate) struct Rig {
     eal: Eal,
     worker: u32,
     gen_port: Port,
     rx_port: Port,
-    gen_pool: Mempool,
+    gen_plain: Mempool,
+    gen_stamped: Mempool,
     rx_pool: Mempool,
-    gen_mac: [u8; 6],
-    rx_mac: [u8; 6],
+    /// The generator's MAC.
+    pub(crate) gen_mac: [u8; 6],
+    /// The receiver's MAC.
+    pub(crate) rx_mac: [u8; 6],
     clock: Clock,
 }
 
+/// What one ring run hands back.
+pub(crate) struct RingRun {
+    /// The generator's report.
+    pub(crate) gen: GenReport,
+    /// The receiver's result.
+    pub(crate) rx: ReceiverResult,
+    /// Stamped buffers found damaged after the run ([`GenPool::verify_stamps`]).
+    pub(crate) stamps_damaged: u64,
+}
+
 impl Rig {
-    fn new() -> Result<Rig> {
+    /// EAL on lcores 0-1 (`program` names the file prefix), the ring pair, the receiver's
+    /// pool and the generator's two pools (plain, and stamped with one full segment of
+    /// the MSS-period pattern).
+    pub(crate) fn new(program: &str) -> Result<Rig> {
         let args = vec![
-            "weir-bench".to_string(),
+            program.to_string(),
             "--no-pci".into(),
             "--no-huge".into(),
             "-m".into(),
             "2048".into(),
-            format!("--file-prefix=weir-bench-e2e-{}", std::process::id()),
+            format!("--file-prefix={program}-{}", std::process::id()),
             "-l".into(),
             "0-1".into(),
             "--log-level=*:warning".into(),
@@ -111,11 +181,22 @@ impl Rig {
             .ok_or_else(|| anyhow!("the EAL has no worker lcore (needs -l 0-1: two cores)"))?;
         let (a, b) =
             dpdk::ring_port_pair(&eal, "e2e", RING_SIZE).context("creating the ring pair")?;
-        let gen_pool = Mempool::new(&eal, "e2e_gen", 16_383, 256, dpdk::DEFAULT_DATA_ROOM)
+        let room = dpdk::DEFAULT_DATA_ROOM;
+        // Every pool's data rooms are written once now (zeros, or the stamp): with
+        // --no-huge, the first touch of each 4 KiB page is a page fault, which would
+        // otherwise land in the first case's busy cycles.
+        let zeros = vec![0u8; usize::from(room) - dpdk::sys::RTE_PKTMBUF_HEADROOM as usize];
+        let gen_plain = Mempool::new_stamped(&eal, "e2e_gen", POOL_MBUFS, 256, room, 0, &zeros)
             .context("creating the generator's mbuf pool")?;
-        let rx_pool = Mempool::new(&eal, "e2e_rx", 16_383, 256, dpdk::DEFAULT_DATA_ROOM)
+        let stamp = Payload::with_period(usize::from(MSS))
+            .bytes(0, usize::from(MSS))
+            .to_vec();
+        let gen_stamped =
+            Mempool::new_stamped(&eal, "e2e_gen_data", POOL_MBUFS, 256, room, HDR_LEN, &stamp)
+                .context("creating the generator's stamped mbuf pool")?;
+        let rx_pool = Mempool::new_stamped(&eal, "e2e_rx", POOL_MBUFS, 256, room, 0, &zeros)
             .context("creating the receiver's mbuf pool")?;
-        let mut gen_port = Port::configure(&eal, a, gen_pool, &PortConfig::default())?;
+        let mut gen_port = Port::configure(&eal, a, gen_plain, &PortConfig::default())?;
         let mut rx_port = Port::configure(&eal, b, rx_pool, &PortConfig::default())?;
         gen_port.start()?;
         rx_port.start()?;
@@ -125,11 +206,26 @@ impl Rig {
             rx_mac: rx_port.mac()?,
             gen_port,
             rx_port,
-            gen_pool,
+            gen_plain,
+            gen_stamped,
             rx_pool,
             clock: Clock::new(&eal),
             eal,
         })
+    }
+
+    /// The generator's pools on its port: the stamp is one full segment of the
+    /// MSS-period pattern.
+    fn gen_pool(&self) -> GenPool {
+        let stamp = Payload::with_period(usize::from(MSS))
+            .bytes(0, usize::from(MSS))
+            .to_vec();
+        let id = self.gen_port.id();
+        GenPool::with_stamped(
+            self.gen_plain.for_port(id),
+            self.gen_stamped.for_port(id),
+            stamp,
+        )
     }
 
     /// Frees whatever a case left in either ring.
@@ -149,65 +245,36 @@ impl Rig {
         Ok(())
     }
 
-    fn pipeline_config(&self, mode: Mode, flows: u32) -> PipelineConfig {
-        PipelineConfig {
-            local: LocalAddrs::new(self.rx_mac, Some(RX_IP), None),
-            gro: (mode == Mode::Stack).then(|| GroConfig {
-                flush_ns: Duration::from_nanos(FLUSH_NS),
-                max_flows: GRO_FLOWS,
-                ..GroConfig::default()
-            }),
-            tcp: TcpConfig {
-                max_conns: (flows as usize * 2).max(1024),
-                rcv_buf: RCVBUF,
-                seed: 0x6532_6500 ^ u64::from(flows),
-                ..TcpConfig::default()
-            },
-            listen: vec![(PORT, AckPolicy::default())],
-            tx_csum_offload: false,
-        }
-    }
-
-    fn gen_config(&self, mode: Mode, flows: u32, secs: f64) -> GenConfig {
-        GenConfig {
-            flows,
-            src_mac: self.gen_mac,
-            dst_mac: Some(self.rx_mac),
-            src_ip: GEN_IP,
-            dst_ip: RX_IP,
-            dst_port: PORT,
-            duration: Some(Duration::from_nanos((secs * 1e9) as u64)),
-            bytes_per_flow: None,
-            interleave: Interleave::Segment,
-            blast: mode == Mode::Drop,
-            // Below the receiver's half-open table (256): no SYN cookies in the way.
-            max_half_open: 128,
-            seed: 0x5eed ^ u64::from(flows),
-            ..GenConfig::default()
-        }
-    }
-
-    /// Runs one case: the generator on the worker lcore, the receiver here.
-    fn case(&self, mode: Mode, flows: u32, secs: f64) -> Result<Sample> {
-        let cfg = self.gen_config(mode, flows, secs);
-        cfg.validate().map_err(|e| anyhow!(e))?;
+    /// Runs `gen` on the worker lcore and the receiver (`pipeline`, or receive-and-free
+    /// with `drop_only`) here for about `secs` seconds plus the close; then empties the
+    /// rings and checks every stamped buffer.
+    pub(crate) fn run(
+        &self,
+        gen: GenConfig,
+        pipeline: PipelineConfig,
+        drop_only: bool,
+        nic_rx_checksum: bool,
+        secs: f64,
+    ) -> Result<RingRun> {
+        gen.validate().map_err(|e| anyhow!(e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let report: Arc<Mutex<Option<GenReport>>> = Arc::new(Mutex::new(None));
         let io = GenIo {
             rx: self.gen_port.rx_queue(0)?,
             tx: self.gen_port.tx_queue(0)?,
-            pool: self.gen_pool.for_port(self.gen_port.id()),
+            pool: self.gen_pool(),
             clock: self.clock,
+            nic_rx_checksum,
         };
-        let launched = launch_generator(&self.eal, self.worker, io, cfg, secs, &stop, &report)?;
+        let launched = launch_generator(&self.eal, self.worker, io, gen, secs, &stop, &report)?;
         let rx = run_receiver(ReceiverCore {
             rx: self.rx_port.rx_queue(0)?,
             tx: self.rx_port.tx_queue(0)?,
             pool: self.rx_pool.for_port(self.rx_port.id()),
             clock: self.clock,
-            cfg: self.pipeline_config(mode, flows),
+            cfg: pipeline,
             digest: false,
-            drop_only: mode == Mode::Drop,
+            drop_only,
             stop: stop.clone(),
         });
         stop.store(true, Ordering::Relaxed);
@@ -223,14 +290,86 @@ impl Rig {
             .take()
             .ok_or_else(|| anyhow!("the generator reported nothing"))?;
         self.drain()?;
-        Ok(sample(mode, flows, &g, &rx.stats))
+        let (_, damaged) = self.gen_pool().verify_stamps();
+        Ok(RingRun {
+            stamps_damaged: damaged + g.stamps_damaged,
+            gen: g,
+            rx,
+        })
+    }
+
+    /// The receiver's pipeline as weir-sink configures it by default (`gro`: the flush
+    /// window in ns, `None` for `--no-gro`).
+    pub(crate) fn pipeline_config(&self, gro: Option<u64>, flows: u32) -> PipelineConfig {
+        PipelineConfig {
+            local: LocalAddrs::new(self.rx_mac, Some(RX_IP), None),
+            gro: gro.map(|ns| GroConfig {
+                flush_ns: Duration::from_nanos(ns),
+                max_flows: GRO_FLOWS,
+                ..GroConfig::default()
+            }),
+            tcp: TcpConfig {
+                max_conns: (flows as usize * 2).max(1024),
+                rcv_buf: RCVBUF,
+                seed: 0x6532_6500 ^ u64::from(flows),
+                ..TcpConfig::default()
+            },
+            listen: vec![(PORT, AckPolicy::default())],
+            tx_csum_offload: false,
+        }
+    }
+
+    /// The bench's senders: `flows` bulk senders sharing the ring as `interleave` says,
+    /// full-sized segments from the stamped pool (see the module documentation);
+    /// `blast`: open loop.
+    pub(crate) fn gen_config(
+        &self,
+        flows: u32,
+        secs: f64,
+        blast: bool,
+        interleave: Interleave,
+    ) -> GenConfig {
+        GenConfig {
+            flows,
+            src_mac: self.gen_mac,
+            dst_mac: Some(self.rx_mac),
+            src_ip: GEN_IP,
+            dst_ip: RX_IP,
+            dst_port: PORT,
+            mss: MSS,
+            write_size: SEGS_PER_WRITE * u32::from(MSS),
+            pattern_period: u32::from(MSS),
+            duration: Some(Duration::from_nanos((secs * 1e9) as u64)),
+            bytes_per_flow: None,
+            interleave,
+            blast,
+            // Below the receiver's half-open table (256): no SYN cookies in the way.
+            max_half_open: 128,
+            seed: 0x5eed ^ u64::from(flows),
+            ..GenConfig::default()
+        }
+    }
+
+    /// Runs one case of `weir-bench e2e`.
+    fn case(&self, mode: Mode, flows: u32, o: &Options) -> Result<Sample> {
+        let (secs, sw_checksum) = (o.seconds, o.sw_checksum);
+        let gro = (mode == Mode::Stack || mode == Mode::SwChecksum).then_some(FLUSH_NS);
+        let nic = !sw_checksum && mode != Mode::SwChecksum;
+        let r = self.run(
+            self.gen_config(flows, secs, mode == Mode::Drop, o.interleave),
+            self.pipeline_config(gro, flows),
+            mode == Mode::Drop,
+            nic,
+            secs,
+        )?;
+        Ok(sample(mode, flows, &r))
     }
 }
 
 /// Starts weir-gen's `Sender` on worker lcore `worker` for about `secs` seconds (plus the
 /// close), storing its report in `report` and setting `stop` when it is done (the receiver
-/// on the main lcore stops then). Shared by `weir-bench e2e` and the lab's ring runs.
-pub(crate) fn launch_generator(
+/// on the main lcore stops then).
+fn launch_generator(
     eal: &Eal,
     worker: u32,
     mut io: GenIo,
@@ -263,14 +402,16 @@ pub(crate) fn launch_generator(
     })?)
 }
 
-fn sample(mode: Mode, flows: u32, g: &GenReport, s: &Stats) -> Sample {
+fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
+    let (g, s): (&GenReport, &Stats) = (&r.gen, &r.rx.stats);
     let secs = (g.data_ns as f64 / 1e9).max(1e-9);
     let segs = s.pipeline.rx_packets as f64;
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-    let clean = match mode {
-        Mode::Drop => true,
-        _ => g.finished && g.stats.closed == u64::from(flows),
-    };
+    let clean = r.stamps_damaged == 0
+        && match mode {
+            Mode::Drop => true,
+            _ => g.finished && g.stats.closed == u64::from(flows),
+        };
     Sample {
         seg_per_s: segs / secs,
         gbit_s: (g.stats.bytes as f64) * 8.0 / secs / 1e9,
@@ -278,6 +419,7 @@ fn sample(mode: Mode, flows: u32, g: &GenReport, s: &Stats) -> Sample {
         seg_per_unit: s.segments_per_unit(),
         seg_per_ack: s.segments_per_ack(),
         busy_fraction: ratio(s.lp.busy_iterations as f64, s.lp.iterations as f64),
+        gen_cycles_per_seg: ratio(g.busy_cycles as f64, g.stats.segments as f64),
         retransmits: g.stats.retransmits,
         clean,
     }
@@ -288,42 +430,99 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Runs `runs` rounds of every mode at every flow count in `flows`, `secs` seconds of
-/// data each, and prints the medians (a table, or one JSON object per row with `json`)
-/// and the 64-flow target check.
-pub fn run(json_out: bool, secs: f64, runs: usize, flows: &[u32]) -> Result<()> {
+/// Options of [`run`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// One JSON object per row (and one for the target check).
+    pub json: bool,
+    /// Seconds of data per case.
+    pub seconds: f64,
+    /// Rounds; medians are reported.
+    pub runs: usize,
+    /// Flow counts.
+    pub flows: Vec<u32>,
+    /// The receiver verifies every checksum in software in every mode (no modelled RX
+    /// checksum offload; the `stack --sw-csum` row is then left out as redundant).
+    pub sw_checksum: bool,
+    /// Run only these modes (`drop`, `stack`, `no-gro`, `sw-csum`); empty: all.
+    pub only: Vec<String>,
+    /// How the generator's flows share the ring (printed with the results).
+    pub interleave: Interleave,
+}
+
+/// Runs `runs` rounds of every mode at every flow count, `seconds` of data each, and
+/// prints the medians (a table, or one JSON object per row with `json`) and the 64-flow
+/// target check.
+pub fn run(o: &Options) -> Result<()> {
+    let (json_out, secs) = (o.json, o.seconds);
     if !(secs.is_finite() && secs > 0.0) {
         bail!("--seconds {secs}: give a positive number");
     }
-    let rig = Rig::new()?;
-    let runs = runs.max(1);
+    let rig = Rig::new("weir-bench-e2e")?;
+    let runs = o.runs.max(1);
+    let all: &[Mode] = if o.sw_checksum {
+        &[Mode::Drop, Mode::Stack, Mode::NoGro]
+    } else {
+        &[Mode::Drop, Mode::Stack, Mode::NoGro, Mode::SwChecksum]
+    };
+    for name in &o.only {
+        if !Mode::ALL.iter().any(|m| m.key() == name) {
+            bail!("--only {name}: give drop, stack, no-gro or sw-csum");
+        }
+    }
+    let modes: Vec<Mode> = all
+        .iter()
+        .copied()
+        .filter(|m| o.only.is_empty() || o.only.iter().any(|n| n == m.key()))
+        .collect();
     let mut results: Vec<(Mode, u32, Vec<Sample>)> = Vec::new();
-    for &f in flows {
-        for m in Mode::ALL {
+    for &f in &o.flows {
+        for &m in &modes {
             results.push((m, f, Vec::new()));
         }
     }
+    let pb = crate::progress::bar((runs * results.len()) as u64, "weir-bench e2e");
     for r in 0..runs {
         for (mode, f, v) in results.iter_mut() {
-            if !json_out {
-                eprintln!(
-                    "weir-bench e2e: round {}/{runs}: {} flows, {}",
-                    r + 1,
-                    f,
-                    mode.name()
-                );
-            }
+            pb.set_message(format!(
+                "round {}/{runs}: {f} flows, {}",
+                r + 1,
+                mode.name()
+            ));
             let s = rig
-                .case(*mode, *f, secs)
+                .case(*mode, *f, o)
                 .with_context(|| format!("{} flows, {}", f, mode.name()))?;
             v.push(s);
+            pb.inc(1);
         }
     }
+    pb.finish_and_clear();
     let m = |v: &[Sample], f: fn(&Sample) -> f64| median(v.iter().map(f).collect());
-    if !json_out {
-        println!("weir-bench e2e: medians of {runs} rounds of {secs} s, weir-gen -> ring pair -> receiver on lcore 0");
+    let checksums = if o.sw_checksum {
+        "verified in software by the receiver (--sw-checksum)"
+    } else {
+        "RX offload modelled: frames arrive marked good (stack --sw-csum: verified in software)"
+    };
+    let model = format!(
+        "interleave {}, GRO flush {} us, MSS {MSS}, writes of {SEGS_PER_WRITE} segments \
+         ({} B, PSH on the last), payload stamped (headers only written per segment), \
+         checksums {checksums}",
+        o.interleave,
+        FLUSH_NS / 1000,
+        SEGS_PER_WRITE * u32::from(MSS),
+    );
+    if json_out {
         println!(
-            "{:>6} {:<15} {:>12} {:>9} {:>11} {:>9} {:>8} {:>6} {:>5}",
+            "{}",
+            json!({"model": model, "interleave": o.interleave.to_string(), "gro_flush_ns": FLUSH_NS,
+                   "mss": MSS, "write_size": SEGS_PER_WRITE * u32::from(MSS),
+                   "stamped_payload": true, "nic_rx_checksum": !o.sw_checksum})
+        );
+    } else {
+        println!("weir-bench e2e: medians of {runs} rounds of {secs} s, weir-gen -> ring pair -> receiver on lcore 0");
+        println!("model: {model}");
+        println!(
+            "{:>6} {:<15} {:>12} {:>9} {:>11} {:>9} {:>8} {:>6} {:>9} {:>5}",
             "flows",
             "mode",
             "seg/s",
@@ -332,6 +531,7 @@ pub fn run(json_out: bool, secs: f64, runs: usize, flows: &[u32]) -> Result<()> 
             "seg/unit",
             "seg/ACK",
             "busy",
+            "gen c/seg",
             "clean"
         );
     }
@@ -348,6 +548,7 @@ pub fn run(json_out: bool, secs: f64, runs: usize, flows: &[u32]) -> Result<()> 
                        "gro_segments_per_unit": m(v, |s| s.seg_per_unit),
                        "segments_per_ack": m(v, |s| s.seg_per_ack),
                        "receiver_busy_fraction": m(v, |s| s.busy_fraction),
+                       "generator_cycles_per_segment": m(v, |s| s.gen_cycles_per_seg),
                        "retransmits": retx, "clean_close": clean, "runs": v.len()})
             );
         } else {
@@ -359,7 +560,7 @@ pub fn run(json_out: bool, secs: f64, runs: usize, flows: &[u32]) -> Result<()> 
                 }
             };
             println!(
-                "{:>6} {:<15} {:>12.0} {:>9.3} {:>11.1} {:>9} {:>8} {:>5.0}% {:>5}",
+                "{:>6} {:<15} {:>12.0} {:>9.3} {:>11.1} {:>9} {:>8} {:>5.0}% {:>9.1} {:>5}",
                 f,
                 mode.name(),
                 m(v, |s| s.seg_per_s),
@@ -368,6 +569,7 @@ pub fn run(json_out: bool, secs: f64, runs: usize, flows: &[u32]) -> Result<()> 
                 dash(m(v, |s| s.seg_per_unit)),
                 dash(m(v, |s| s.seg_per_ack)),
                 m(v, |s| s.busy_fraction) * 100.0,
+                m(v, |s| s.gen_cycles_per_seg),
                 if clean { "yes" } else { "NO" },
             );
         }

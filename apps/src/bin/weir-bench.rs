@@ -15,8 +15,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// weir-gen -> ring pair -> weir-sink in one process on two lcores: drop, stack and
-    /// stack --no-gro side by side at 1, 64 and 4,096 flows.
+    /// weir-gen -> ring pair -> weir-sink in one process on two lcores: drop, stack,
+    /// stack --no-gro and stack with software checksums side by side at 1, 64 and 4,096
+    /// flows.
     E2e {
         /// One JSON object per row (and one for the target check).
         #[arg(long)]
@@ -30,6 +31,19 @@ enum Cmd {
         /// Flow counts (comma-separated).
         #[arg(long, value_delimiter = ',', default_values_t = [1u32, 64, 4096])]
         flows: Vec<u32>,
+        /// Do not model the NIC's RX checksum offload: the receiver verifies every IPv4
+        /// and TCP checksum in software in every mode.
+        #[arg(long)]
+        sw_checksum: bool,
+        /// Run only these modes (comma-separated: drop, stack, no-gro, sw-csum), e.g.
+        /// under `perf record`.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// How the generator's flows share the ring: `segment` (one segment per flow in
+        /// turn, as on a busy NIC queue) or `train:N` (N segments per flow, as TSO senders
+        /// emit them).
+        #[arg(long, default_value = "segment")]
+        interleave: apps::gen::Interleave,
     },
     /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
     Gro {
@@ -88,7 +102,18 @@ fn main() -> std::process::ExitCode {
             seconds,
             runs,
             flows,
-        } => apps::bench_e2e::run(json, seconds, runs, &flows),
+            sw_checksum,
+            only,
+            interleave,
+        } => apps::bench_e2e::run(&apps::bench_e2e::Options {
+            json,
+            seconds,
+            runs,
+            flows,
+            sw_checksum,
+            only,
+            interleave,
+        }),
         Cmd::Gro {
             json,
             pattern,

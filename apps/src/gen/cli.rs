@@ -13,6 +13,7 @@ use serde_json::json;
 use stack::time::Duration;
 
 use super::driver::{self, GenIo, GenReport, RunOpts};
+use super::pool::GenPool;
 use super::{AckCounting, GenConfig, Interleave, PshMode, Sender};
 use crate::eal_args;
 
@@ -328,8 +329,10 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     let mut io = GenIo {
         rx: port.rx_queue(0)?,
         tx: port.tx_queue(0)?,
-        pool: pool.for_port(port_id),
+        pool: GenPool::plain(pool.for_port(port_id)),
         clock: Clock::new(&eal),
+        // A real port: the receiving NIC gives its own checksum verdicts.
+        nic_rx_checksum: false,
     };
     let mut sender = Sender::new(cfg);
     let quiet = args.quiet;

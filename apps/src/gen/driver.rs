@@ -1,29 +1,45 @@
 //! Runs a [`Sender`] on a DPDK port: the generator's loop.
 //!
 //! One iteration: `now` from the TSC; one RX burst, every frame to
-//! [`Sender::handle_rx`] (then freed); [`Sender::handle_timeout`]; [`Sender::poll_tx`]
-//! into the transmit batch; one `tx_burst`. Frames the queue refuses stay in the batch
-//! for the next iteration (a full ring is back-pressure, not loss).
+//! [`Sender::handle_rx`] (then freed in one bulk call); [`Sender::handle_timeout`];
+//! [`Sender::poll_tx`] into the transmit batch; one `tx_burst`. Frames the queue refuses
+//! stay in the batch for the next iteration (a full ring is back-pressure, not loss).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use dpdk::{Clock, Mbuf, PortPool, PortRxQueue, PortTxQueue};
+use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
+use stack::buf::{ChecksumStatus, RxChecksum};
 use stack::driver::{Burst, RxQueue, TxQueue};
 use stack::time::{Duration, Instant};
 
+use super::pool::GenPool;
 use super::sender::{CwndSummary, GenStats, Sender};
 
-/// The port side of a generator: its queues, its transmit pool and the clock.
+/// The port side of a generator: its queues, its transmit pools and the clock.
 pub struct GenIo {
     /// The RX queue the receiver's ACKs arrive on.
     pub rx: PortRxQueue,
     /// The TX queue segments leave on.
     pub tx: PortTxQueue,
     /// Where segments are built (stamped with the TX port, for checksum offload).
-    pub pool: PortPool,
+    pub pool: GenPool,
     /// The TSC clock.
     pub clock: Clock,
+    /// Model the receiving NIC's RX checksum offload: every frame leaves with only the
+    /// "IP and L4 checksum good" verdicts in its offload flags
+    /// ([`dpdk::Mbuf::set_received`]), which the receiver trusts as it trusts a NIC's.
+    /// Only for a port wired straight to the receiver (a ring pair), where the generator
+    /// is the wire and the NIC: its frames carry correct checksums by construction (the
+    /// in-memory tests verify them in software). On a real port leave it off; the
+    /// receiving NIC sets its own verdicts.
+    pub nic_rx_checksum: bool,
 }
+
+/// The verdicts a NIC with RX checksum offload gives a correct frame.
+const GOOD: RxChecksum = RxChecksum {
+    ip: ChecksumStatus::Good,
+    l4: ChecksumStatus::Good,
+};
 
 /// How a run ended and what it did.
 #[derive(Clone, Debug)]
@@ -43,6 +59,8 @@ pub struct GenReport {
     pub unsent: u64,
     /// TSC cycles spent in iterations that did something.
     pub busy_cycles: u64,
+    /// Stamped buffers found damaged by the pool's sampled check ([`GenPool::damaged`]).
+    pub stamps_damaged: u64,
 }
 
 /// A progress callback: the sender and the time since the start.
@@ -77,11 +95,18 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenRep
         let t0 = Clock::cycles();
         now = io.clock.instant_at(t0);
         let n = io.rx.rx_burst(&mut rx);
-        for b in rx.drain(..) {
+        for b in rx.iter() {
             sender.handle_rx(now, b.data());
         }
+        Mbuf::free_burst(&mut rx);
         sender.handle_timeout(now);
+        let before = out.len();
         let m = sender.poll_tx(now, &mut io.pool, &mut out);
+        if io.nic_rx_checksum {
+            for b in out[before..].iter_mut() {
+                b.set_received(GOOD);
+            }
+        }
         if !out.is_empty() {
             io.tx.tx_burst(&mut out);
         }
@@ -124,6 +149,7 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenRep
         finished,
         unsent,
         busy_cycles,
+        stamps_damaged: io.pool.damaged(),
     }
 }
 

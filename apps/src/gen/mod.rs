@@ -12,12 +12,15 @@
 //! - [`driver`]: the loop that runs a `Sender` on a DPDK port's queues.
 //! - [`cli`]: the `weir-gen` program's options and entry point.
 //! - [`payload`]: the bytes every flow sends and their checksums.
+//! - [`pool`]: where frames are built; on DPDK optionally in a stamped pool, so that a
+//!   data segment costs its headers only.
 //!
 //! Every flow is IPv4; source addresses and ports vary per flow ([`GenConfig::flow_addr`]).
 
 pub mod cli;
 pub mod driver;
 pub mod payload;
+pub mod pool;
 pub mod sender;
 
 use std::fmt;
@@ -168,6 +171,10 @@ pub struct GenConfig {
     pub max_half_open: u32,
     /// Seed for initial sequence numbers.
     pub seed: u64,
+    /// Period of the payload pattern in bytes ([`payload::PERIOD`], a prime, by default:
+    /// the receiver's digest then checks order; the MSS for a stamped pool, see
+    /// [`pool`]).
+    pub pattern_period: u32,
 }
 
 impl Default for GenConfig {
@@ -196,6 +203,7 @@ impl Default for GenConfig {
             tx_csum_offload: false,
             max_half_open: 1024,
             seed: 0x5eed,
+            pattern_period: payload::PERIOD as u32,
         }
     }
 }
@@ -246,6 +254,13 @@ impl GenConfig {
         }
         if self.burst_bytes == Some(0) {
             return Err("--burst-bytes must be positive".into());
+        }
+        if self.pattern_period == 0 || self.pattern_period as usize > payload::MAX_PERIOD {
+            return Err(format!(
+                "pattern period {}: give 1..={}",
+                self.pattern_period,
+                payload::MAX_PERIOD
+            ));
         }
         if self.init_cwnd == 0 || self.max_cwnd < self.init_cwnd {
             return Err("need 1 <= --init-cwnd <= --max-cwnd".into());

@@ -2,7 +2,12 @@
 //!
 //! Byte `i` of every flow's stream is [`pattern_byte`]`(i)`, a function of the stream
 //! offset with period [`PERIOD`] (a prime, so the pattern never lines up with segment
-//! or write sizes and a misplaced segment changes the receiver's digest). A segment's
+//! or write sizes and a misplaced segment changes the receiver's digest). The throughput
+//! benchmark uses a period equal to the MSS instead ([`Payload::with_period`]): then every
+//! segment that starts at a multiple of the MSS carries the same bytes, which a stamped
+//! pool ([`super::pool`]) holds already, so the generator writes headers only. The cost:
+//! whole segments swapped in order no longer change the digest (TCP's sequence accounting
+//! still sees them). A segment's
 //! payload is a slice of one precomputed buffer ([`Payload::bytes`]), and its one's
 //! complement sum comes from a prefix-sum table in O(1) ([`Payload::sum`]), so building a
 //! segment is a copy plus a few additions (RFC 1071 §2: sums are associative, and a sum
@@ -17,24 +22,38 @@ pub const PERIOD: usize = 4099;
 /// Longest payload one segment may carry (a 9000-byte jumbo frame's MSS fits).
 pub const MAX_PAYLOAD: usize = 9216;
 
+/// Largest pattern period [`Payload::with_period`] accepts.
+pub const MAX_PERIOD: usize = 65_536;
+
 /// Byte `off` of every flow's stream.
 #[inline]
 pub fn pattern_byte(off: u64) -> u8 {
-    let i = (off % PERIOD as u64) as u32;
+    pattern_byte_in(off, PERIOD)
+}
+
+/// Byte `off` of every flow's stream when the pattern repeats every `period` bytes.
+#[inline]
+pub fn pattern_byte_in(off: u64, period: usize) -> u8 {
+    let i = (off % period.max(1) as u64) as u32;
     (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ (i as u8)
 }
 
 /// SHA-256 of the first `len` bytes of the stream (what the receiver's `--digest` of a
 /// complete flow must print).
 pub fn stream_digest(len: u64) -> [u8; 32] {
+    stream_digest_in(len, PERIOD)
+}
+
+/// [`stream_digest`] for a pattern of period `period`.
+pub fn stream_digest_in(len: u64, period: usize) -> [u8; 32] {
+    let period = period.max(1);
     let mut h = Sha256::new();
-    let mut buf = [0u8; PERIOD];
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = pattern_byte(i as u64);
-    }
+    let buf: Vec<u8> = (0..period as u64)
+        .map(|i| pattern_byte_in(i, period))
+        .collect();
     let mut left = len;
     while left > 0 {
-        let n = left.min(PERIOD as u64) as usize;
+        let n = left.min(period as u64) as usize;
         h.update(&buf[..n]);
         left -= n as u64;
     }
@@ -44,6 +63,7 @@ pub fn stream_digest(len: u64) -> [u8; 32] {
 /// The pattern laid out once (one period plus [`MAX_PAYLOAD`], so any segment is one
 /// contiguous slice) with prefix sums of its 16-bit words.
 pub struct Payload {
+    period: usize,
     buf: Vec<u8>,
     /// `pre[k]`: sum of the big-endian words at byte offsets `0, 2, .., 2k - 2`.
     pre: Vec<u32>,
@@ -56,25 +76,38 @@ impl Default for Payload {
 }
 
 impl Payload {
-    /// Builds the buffer and the table (about 40 KB in all).
+    /// Builds the buffer and the table for [`PERIOD`] (about 40 KB in all).
     pub fn new() -> Payload {
-        let len = PERIOD + MAX_PAYLOAD + 2;
-        let buf: Vec<u8> = (0..len as u64).map(pattern_byte).collect();
+        Self::with_period(PERIOD)
+    }
+
+    /// The same for a pattern of period `period` (clamped to 1..=[`MAX_PERIOD`]).
+    pub fn with_period(period: usize) -> Payload {
+        let period = period.clamp(1, MAX_PERIOD);
+        let len = period + MAX_PAYLOAD + 2;
+        let buf: Vec<u8> = (0..len as u64)
+            .map(|i| pattern_byte_in(i, period))
+            .collect();
         let mut pre = Vec::with_capacity(len / 2 + 1);
         let mut acc = 0u32;
         pre.push(0);
         for w in buf.chunks_exact(2) {
-            // At most ~6,700 words of at most 0xffff: below 2^32.
+            // At most ~37,400 words of at most 0xffff: below 2^32.
             acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
             pre.push(acc);
         }
-        Payload { buf, pre }
+        Payload { period, buf, pre }
+    }
+
+    /// The pattern's period in bytes.
+    pub fn period(&self) -> usize {
+        self.period
     }
 
     /// The `len` payload bytes at stream offset `off` (`len` ≤ [`MAX_PAYLOAD`]).
     #[inline]
     pub fn bytes(&self, off: u64, len: usize) -> &[u8] {
-        let s = (off % PERIOD as u64) as usize;
+        let s = (off % self.period as u64) as usize;
         self.buf.get(s..s + len).unwrap_or(&[])
     }
 
@@ -82,7 +115,7 @@ impl Payload {
     /// started at an even offset of the TCP segment (the TCP header is 32 bytes).
     #[inline]
     pub fn sum(&self, off: u64, len: usize) -> u16 {
-        let s = (off % PERIOD as u64) as usize;
+        let s = (off % self.period as u64) as usize;
         if s % 2 == 0 {
             checksum::fold(self.even_sum(s, len))
         } else {
@@ -121,6 +154,27 @@ mod tests {
                 assert_eq!(p.bytes(off, len).len(), len);
             }
         }
+    }
+
+    #[test]
+    fn other_periods_sum_and_digest_alike() {
+        for period in [1usize, 1448, 9000, MAX_PERIOD] {
+            let p = Payload::with_period(period);
+            let mut h = Sha256::new();
+            let mut off = 0u64;
+            for len in [1448usize, 1448, 7, 9216, 3] {
+                let want = checksum::fold(checksum::add(0, p.bytes(off, len))) % 0xffff;
+                assert_eq!(p.sum(off, len) % 0xffff, want, "period {period} off {off}");
+                assert_eq!(p.bytes(off, len)[0], pattern_byte_in(off, period));
+                h.update(p.bytes(off, len));
+                off += len as u64;
+            }
+            let want: [u8; 32] = h.finalize().into();
+            assert_eq!(stream_digest_in(off, period), want, "period {period}");
+        }
+        // With the MSS as period, every segment at a multiple of the MSS is the same.
+        let p = Payload::with_period(1448);
+        assert_eq!(p.bytes(0, 1448), p.bytes(1448 * 77, 1448));
     }
 
     #[test]

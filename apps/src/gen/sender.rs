@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
-use stack::buf::{BufPool, PacketBuf, TxChecksumOffload};
+use stack::buf::{PacketBuf, TxChecksumOffload};
 use stack::driver::Burst;
 use stack::seq::SeqNumber;
 use stack::time::{Duration, Instant};
@@ -28,6 +28,7 @@ use stack::wire::ethernet::{self, ethertype};
 use stack::wire::{arp, checksum, tcp, TcpFlags, TcpFrame, TcpOptions, Timestamp};
 
 use super::payload::Payload;
+use super::pool::SegmentPool;
 use super::{AckCounting, GenConfig, PshMode};
 
 /// Flows whose timers one [`Sender::handle_timeout`] call checks.
@@ -164,6 +165,9 @@ pub struct GenStats {
     pub rx_ignored: u64,
     /// Segments not built because the buffer pool was empty.
     pub alloc_failures: u64,
+    /// Data segments built in a stamped buffer: headers written, payload already there
+    /// (see [`super::pool`]).
+    pub stamped: u64,
     /// Bursts (or whole transfers) that reached full rate: the window stopped being the
     /// limit (not cwnd-limited, or at `--max-cwnd`, or at the receiver's window).
     pub ramps: u64,
@@ -213,6 +217,10 @@ pub struct Sender {
     first_data: Option<Instant>,
     last_data: Option<Instant>,
     stats: GenStats,
+    /// The pool's stamp last seen (address, length) and how much of it matches the
+    /// payload at offset 0 (0: build every segment by copying).
+    stamp_seen: (usize, usize),
+    stamp_len: usize,
 }
 
 /// The timestamp clock: 1 ms ticks, as Linux's `tcp_time_stamp` (TCP_TS_HZ = 1000).
@@ -293,7 +301,7 @@ impl Sender {
         Sender {
             dst_mac: cfg.dst_mac,
             flows,
-            payload: Payload::new(),
+            payload: Payload::with_period(cfg.pattern_period as usize),
             ready: VecDeque::with_capacity(n),
             ctl: VecDeque::with_capacity(n),
             waiting: (0..cfg.flows).collect(),
@@ -308,6 +316,8 @@ impl Sender {
             first_data: None,
             last_data: None,
             stats: GenStats::default(),
+            stamp_seen: (0, 0),
+            stamp_len: 0,
             cfg,
         }
     }
@@ -795,7 +805,7 @@ impl Sender {
     /// the receiver's MAC is unknown, control segments (SYNs, ACKs), then data segments in
     /// the configured interleaving, until `out` is full, the pool is empty or no flow may
     /// send. Returns the frames appended.
-    pub fn poll_tx<P: BufPool>(
+    pub fn poll_tx<P: SegmentPool>(
         &mut self,
         now: Instant,
         pool: &mut P,
@@ -804,6 +814,7 @@ impl Sender {
         if self.started.is_none() {
             self.start(now);
         }
+        self.check_stamp(pool.stamp());
         let start = out.len();
         if self.dst_mac.is_none() {
             if now >= self.arp_next && !out.is_full() {
@@ -861,7 +872,19 @@ impl Sender {
         out.len() - start
     }
 
-    fn build_arp<P: BufPool>(&self, pool: &mut P) -> Option<P::Buf> {
+    /// Notes how much of `stamp` (a pool's) is the payload at stream offset 0: segments
+    /// starting at a multiple of the pattern's period and no longer than that are built
+    /// in stamped buffers. Compared once per stamp, not per call.
+    fn check_stamp(&mut self, stamp: &[u8]) {
+        let key = (stamp.as_ptr() as usize, stamp.len());
+        if key != self.stamp_seen {
+            self.stamp_seen = key;
+            let ok = !stamp.is_empty() && stamp == self.payload.bytes(0, stamp.len());
+            self.stamp_len = if ok { stamp.len() } else { 0 };
+        }
+    }
+
+    fn build_arp<P: SegmentPool>(&self, pool: &mut P) -> Option<P::Buf> {
         let mut b = pool.alloc(ethernet::MIN_FRAME_LEN)?;
         let d = b.data_mut();
         d.fill(0);
@@ -879,7 +902,7 @@ impl Sender {
     }
 
     /// A SYN or a pure ACK (with FIN when it is due and nothing else is) for flow `i`.
-    fn build_ctl<P: BufPool>(&mut self, i: u32, ts: u32, pool: &mut P) -> Option<P::Buf> {
+    fn build_ctl<P: SegmentPool>(&mut self, i: u32, ts: u32, pool: &mut P) -> Option<P::Buf> {
         let f = &mut self.flows[i as usize];
         let (src_ip, sport) = self.cfg.flow_addr(i);
         let mut frame = TcpFrame {
@@ -935,7 +958,7 @@ impl Sender {
     }
 
     /// The next data segment (or FIN) of flow `i`, if its windows allow one.
-    fn next_segment<P: BufPool>(
+    fn next_segment<P: SegmentPool>(
         &mut self,
         i: u32,
         now: Instant,
@@ -1022,8 +1045,10 @@ impl Sender {
     }
 
     /// Builds a data segment (or the FIN when `len` is 0 and `fin_or_psh` is set) from
-    /// the flow's template: copy, patch, checksum.
-    fn build_segment<P: BufPool>(
+    /// the flow's template: copy the header, patch it, checksum (the payload's sum comes
+    /// from [`Payload::sum`]). The payload is copied too, unless the pool has a stamped
+    /// buffer that holds it already (see [`super::pool`]).
+    fn build_segment<P: SegmentPool>(
         &mut self,
         i: u32,
         off: u64,
@@ -1033,10 +1058,18 @@ impl Sender {
         pool: &mut P,
     ) -> Option<P::Buf> {
         let f = &mut self.flows[i as usize];
-        let mut b = pool.alloc(HDR_LEN + len)?;
+        let stamped = len > 0 && len <= self.stamp_len && off % self.payload.period() as u64 == 0;
+        let mut b = if stamped {
+            let b = pool.alloc_stamped(len)?;
+            self.stats.stamped += 1;
+            b
+        } else {
+            let mut b = pool.alloc(HDR_LEN + len)?;
+            b.data_mut()[HDR_LEN..HDR_LEN + len].copy_from_slice(self.payload.bytes(off, len));
+            b
+        };
         let d = b.data_mut();
         d[..HDR_LEN].copy_from_slice(&f.hdr);
-        d[HDR_LEN..HDR_LEN + len].copy_from_slice(self.payload.bytes(off, len));
         let tcp_len = (TCP_HDR_LEN + len) as u16;
         d[IP + 2..IP + 4].copy_from_slice(&(20 + tcp_len).to_be_bytes());
         d[IP + 4..IP + 6].copy_from_slice(&f.ip_id.to_be_bytes());

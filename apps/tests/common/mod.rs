@@ -1,0 +1,182 @@
+//! weir-gen against weir-sink's loop over a ring port pair, in one process on two lcores
+//! (shared by `gen_ring_transfer.rs` and `gen_ring_stamped.rs`: one EAL per process, so
+//! one test per file): 4 flows x 2 MB arrive complete and in order (SHA-256 per
+//! connection), every connection closes cleanly on both sides, and the mempools return to
+//! their starting in-use counts.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use apps::gen::driver::{self, GenIo, GenReport, RunOpts};
+use apps::gen::payload::{stream_digest_in, Payload, PERIOD};
+use apps::gen::pool::GenPool;
+use apps::gen::sender::HDR_LEN;
+use apps::gen::{GenConfig, Interleave, Sender};
+use apps::sink::{run_receiver, ReceiverCore};
+use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
+use stack::ack::AckPolicy;
+use stack::driver::{Burst, RxQueue};
+use stack::gro::GroConfig;
+use stack::pipeline::PipelineConfig;
+use stack::tcp::TcpConfig;
+use stack::time::Duration;
+use stack::wire::LocalAddrs;
+
+const FLOWS: u32 = 4;
+const BYTES: u64 = 2 << 20;
+const MSS: usize = 1448;
+
+/// weir-gen -> ring pair -> weir-sink's loop: FLOWS x BYTES in order, clean closes, pools
+/// back to where they started. `stamped`: data segments from a stamped pool (pattern
+/// period = MSS), frames marked checksum-good as by a NIC (the `weir-bench e2e` set-up);
+/// otherwise copied payloads with the prime pattern and software checksums.
+pub(crate) fn transfer(name: &str, stamped: bool) {
+    let eal = Eal::init([
+        "gen-test".to_string(),
+        "--no-pci".into(),
+        "--no-huge".into(),
+        "-m".into(),
+        "1024".into(),
+        format!("--file-prefix=weir-{name}-{}", std::process::id()),
+        "-l".into(),
+        "0-1".into(),
+        "--log-level=*:warning".into(),
+    ])
+    .expect("EAL");
+    let worker = eal.worker_lcores()[0];
+    let (a, b) = dpdk::ring_port_pair(&eal, "gt", 1024).expect("ring pair");
+    let gen_pool = Mempool::new(&eal, "gt_gen", 8191, 256, dpdk::DEFAULT_DATA_ROOM).expect("pool");
+    let stamp = Payload::with_period(MSS).bytes(0, MSS).to_vec();
+    let data_pool = Mempool::new_stamped(
+        &eal,
+        "gt_data",
+        8191,
+        256,
+        dpdk::DEFAULT_DATA_ROOM,
+        HDR_LEN,
+        &stamp,
+    )
+    .expect("pool");
+    let rx_pool = Mempool::new(&eal, "gt_rx", 8191, 256, dpdk::DEFAULT_DATA_ROOM).expect("pool");
+    let mut gen_port = Port::configure(&eal, a, gen_pool, &PortConfig::default()).expect("port a");
+    let mut rx_port = Port::configure(&eal, b, rx_pool, &PortConfig::default()).expect("port b");
+    gen_port.start().expect("start a");
+    rx_port.start().expect("start b");
+    let (gen_mac, rx_mac) = (gen_port.mac().expect("mac"), rx_port.mac().expect("mac"));
+    let gen_in_use = gen_pool.in_use();
+    let data_in_use = data_pool.in_use();
+    let rx_in_use = rx_pool.in_use();
+    let clock = Clock::new(&eal);
+    let rx_ip = Ipv4Addr::new(198, 18, 0, 1);
+
+    let cfg = GenConfig {
+        flows: FLOWS,
+        src_mac: gen_mac,
+        dst_mac: Some(rx_mac),
+        dst_ip: rx_ip,
+        bytes_per_flow: Some(BYTES),
+        duration: None,
+        write_size: 100_000, // not a multiple of the MSS: short segments with PSH
+        interleave: Interleave::Train(4),
+        mss: MSS as u16,
+        pattern_period: if stamped { MSS as u32 } else { PERIOD as u32 },
+        ..GenConfig::default()
+    };
+    cfg.validate().expect("config");
+    let stop = Arc::new(AtomicBool::new(false));
+    let report: Arc<Mutex<Option<GenReport>>> = Arc::new(Mutex::new(None));
+    let mut io = GenIo {
+        rx: gen_port.rx_queue(0).expect("rxq"),
+        tx: gen_port.tx_queue(0).expect("txq"),
+        pool: if stamped {
+            GenPool::with_stamped(gen_pool.for_port(a), data_pool.for_port(a), stamp.clone())
+        } else {
+            GenPool::plain(gen_pool.for_port(a))
+        },
+        clock,
+        // Copied: the receiver verifies every checksum in software.
+        nic_rx_checksum: stamped,
+    };
+    let launched = {
+        let (stop, report) = (stop.clone(), report.clone());
+        eal.remote_launch(worker, move || {
+            let mut sender = Sender::new(cfg);
+            let never = AtomicBool::new(false);
+            let r = driver::run(
+                &mut sender,
+                &mut io,
+                RunOpts {
+                    stop: &never,
+                    close_grace: Duration::from_secs(10),
+                    max_runtime: Duration::from_secs(60),
+                    tick: None,
+                },
+            );
+            let (_, damaged) = io.pool.verify_stamps();
+            assert_eq!(r.stamps_damaged + damaged, 0, "stamps damaged");
+            drop(io);
+            *report.lock().expect("lock") = Some(r);
+            stop.store(true, Ordering::Relaxed);
+            0
+        })
+        .expect("launch")
+    };
+    let rx = run_receiver(ReceiverCore {
+        rx: rx_port.rx_queue(0).expect("rxq"),
+        tx: rx_port.tx_queue(0).expect("txq"),
+        pool: rx_pool.for_port(b),
+        clock,
+        cfg: PipelineConfig {
+            local: LocalAddrs::new(rx_mac, Some(rx_ip), None),
+            gro: Some(GroConfig::default()),
+            tcp: TcpConfig::default(),
+            listen: vec![(5001, AckPolicy::default())],
+            tx_csum_offload: false,
+        },
+        digest: true,
+        drop_only: false,
+        stop: stop.clone(),
+    })
+    .expect("receiver");
+    assert_eq!(launched.join().expect("join"), 0);
+    let g = report.lock().expect("lock").take().expect("report");
+
+    // The generator: every flow closed cleanly, nothing lost on the ring.
+    assert!(g.finished, "{g:?}");
+    assert_eq!(g.stats.closed, u64::from(FLOWS), "{g:?}");
+    assert_eq!(g.stats.resets + g.stats.timeouts, 0, "{g:?}");
+    assert_eq!(g.stats.retransmits, 0, "{g:?}");
+    assert_eq!(g.stats.bytes, u64::from(FLOWS) * BYTES);
+    if stamped {
+        // The first write of each flow is whole segments; later ones start off the period.
+        assert!(g.stats.stamped >= u64::from(FLOWS) * 69, "{g:?}");
+        assert!(g.stats.stamped < g.stats.segments, "{g:?}");
+    } else {
+        assert_eq!(g.stats.stamped, 0);
+    }
+
+    // The receiver: each connection's bytes, in order, and a clean close.
+    let want: String = stream_digest_in(BYTES, if stamped { MSS } else { PERIOD })
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(rx.digests.len(), FLOWS as usize, "{:?}", rx.digests);
+    for d in &rx.digests {
+        assert_eq!(d.end, "closed", "{d:?}");
+        assert_eq!(d.bytes, BYTES, "{d:?}");
+        assert_eq!(d.sha256, want, "{d:?}");
+    }
+    assert_eq!(rx.open_at_stop, 0);
+    assert_eq!(rx.stats.tcp.bytes_in_order, u64::from(FLOWS) * BYTES);
+
+    // Nothing left anywhere: the rings are empty and every mbuf is back.
+    let mut burst: Burst<Mbuf> = Burst::new();
+    for port in [&gen_port, &rx_port] {
+        let mut q = port.rx_queue(0).expect("rxq");
+        assert_eq!(q.rx_burst(&mut burst), 0, "frames left in a ring");
+    }
+    assert_eq!(gen_pool.in_use(), gen_in_use, "generator pool");
+    assert_eq!(data_pool.in_use(), data_in_use, "generator's stamped pool");
+    assert_eq!(rx_pool.in_use(), rx_in_use, "receiver pool");
+}
