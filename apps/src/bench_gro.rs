@@ -2,20 +2,22 @@
 //! one process, on the same bursts of real mbufs (issue 3, "Benchmark"; the fixture and
 //! what is timed are described in `benches::gro_fixture`).
 //!
-//! Every row (pattern x flows x flush window) runs both implementations [`REPEATS`] times,
-//! alternating which goes first, over [`SEGMENTS`] timed segments after a warm-up; the
-//! medians are reported, then the issue's targets and whether they are met.
+//! Every row (pattern x flows x flush window) runs both implementations interleaved: after
+//! a warm-up, [`REPEATS`] chunks of [`SEGMENTS`] timed segments each, the two taking turns
+//! chunk by chunk (and alternating which goes first); the median chunk of each is
+//! reported, then the issue's targets and whether they are met
+//! ([`benches::gro_fixture::measure_interleaved`] says why).
 
 use anyhow::{Context, Result};
 use benches::gro_fixture::{
-    eal_args, measure, prepare_pool, Generator, Measurement, Pattern, RteGro, WeirGro, BURST,
-    FLOW_COUNTS, FLUSH_NS,
+    eal_args, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Pattern, RteGro,
+    WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
 };
 use dpdk::{Clock, Eal, Mempool};
 use serde_json::json;
 
-/// Measurements per (implementation, row) by default; the median is reported.
-pub const REPEATS: usize = 5;
+/// Timed chunks per (implementation, row) by default; the median is reported.
+pub const REPEATS: usize = 63;
 
 /// What to run: by default every row of the issue's table, both implementations.
 #[derive(Clone, Debug)]
@@ -28,7 +30,7 @@ pub struct Options {
     pub flows: Vec<u32>,
     /// Flush windows in nanoseconds.
     pub flush_ns: Vec<u64>,
-    /// Measurements per implementation and row.
+    /// Timed chunks per implementation and row (interleaved with the other side's).
     pub runs: usize,
     /// Only this implementation (`weir` or `rte_gro`): for profiling one side.
     pub only: Option<String>,
@@ -47,8 +49,8 @@ impl Default for Options {
     }
 }
 
-/// Timed segments per measurement.
-pub const SEGMENTS: u64 = 64 * 1024;
+/// Timed segments per chunk.
+pub const SEGMENTS: u64 = 2 * 1024;
 
 /// Untimed segments before each measurement (fills the tables: at 4,096 flows every flow
 /// gets several segments first).
@@ -71,27 +73,8 @@ impl Row {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-fn median_of(ms: &[Measurement]) -> Measurement {
-    let med = |f: fn(&Measurement) -> f64| median(ms.iter().map(f).collect());
-    Measurement {
-        ns_per_segment: med(|m| m.ns_per_segment),
-        segments_per_unit: med(|m| m.segments_per_unit),
-        wall_ns_per_segment: med(|m| m.wall_ns_per_segment),
-        cpu_share: med(|m| m.cpu_share),
-    }
-}
-
-/// Measures one row: both implementations (or the one `only` names), `runs` times each,
-/// alternating order.
+/// Measures one row: both implementations (or the one `only` names) on the same input,
+/// `runs` chunks each, interleaved.
 #[allow(clippy::too_many_arguments)]
 fn measure_row(
     eal: &Eal,
@@ -103,33 +86,40 @@ fn measure_row(
     runs: usize,
     only: Option<&str>,
 ) -> Result<Row> {
-    let bursts = SEGMENTS / BURST as u64;
+    let chunk = SEGMENTS / BURST as u64;
     let warmup = WARMUP / BURST as u64;
-    let (mut weir, mut rte) = (Vec::new(), Vec::new());
-    for rep in 0..runs.max(1) {
-        for side in 0..2 {
-            let is_weir = (rep + side) % 2 == 0;
-            let name = if is_weir { "weir" } else { "rte_gro" };
-            if only.is_some_and(|o| o != name) {
-                continue;
-            }
-            let mut gen = Generator::new(pool, pattern, flows);
-            if is_weir {
-                let mut rx = WeirGro::new(*clock, flows, flush_ns);
-                weir.push(measure(&mut rx, &mut gen, clock, warmup, bursts));
-            } else {
-                let mut rx = RteGro::new(eal, clock, flows, flush_ns)
-                    .with_context(|| format!("rte_gro context for {flows} flows"))?;
-                rte.push(measure(&mut rx, &mut gen, clock, warmup, bursts));
-            }
-        }
-    }
+    let (mut gw, mut gr) = (
+        Generator::new(pool, pattern, flows),
+        Generator::new(pool, pattern, flows),
+    );
+    let mut w = (only != Some("rte_gro")).then(|| WeirGro::new(*clock, flows, flush_ns));
+    let mut r = match only {
+        Some("weir") => None,
+        _ => Some(
+            RteGro::new(eal, clock, flows, flush_ns)
+                .with_context(|| format!("rte_gro context for {flows} flows"))?,
+        ),
+    };
+    let (weir, rte) = measure_interleaved(
+        w.as_mut().map(|rx| Lane { rx, gen: &mut gw }),
+        r.as_mut().map(|rx| Lane { rx, gen: &mut gr }),
+        clock,
+        warmup,
+        runs,
+        chunk,
+    );
+    let none = Measurement {
+        ns_per_segment: f64::NAN,
+        segments_per_unit: f64::NAN,
+        wall_ns_per_segment: f64::NAN,
+        cpu_share: f64::NAN,
+    };
     Ok(Row {
         pattern,
         flows,
         flush_ns,
-        weir: median_of(&weir),
-        rte: median_of(&rte),
+        weir: weir.unwrap_or(none),
+        rte: rte.unwrap_or(none),
     })
 }
 
@@ -210,8 +200,8 @@ pub fn run(opts: &Options) -> Result<()> {
 
 fn print_table(rows: &[Row], runs: usize) {
     println!(
-        "weir-bench gro: medians of {runs} runs of {SEGMENTS} segments (bursts of {BURST}, \
-         1448-byte payloads, TSC {})",
+        "weir-bench gro: medians of {runs} interleaved chunks of {SEGMENTS} segments (bursts \
+         of {BURST}, 1448-byte payloads, TSC; {})",
         load()
     );
     println!(

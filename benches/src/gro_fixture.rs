@@ -459,16 +459,18 @@ pub fn run_bursts<R: Receiver>(rx: &mut R, gen: &mut Generator, bursts: u64) -> 
 /// One measurement of one implementation on one row.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measurement {
-    /// Time in [`Receiver::process`] per input segment, in nanoseconds, counting only the
-    /// share of it this thread was on a CPU (see [`measure`]).
+    /// Time in [`Receiver::process`] per input segment, in nanoseconds: the median over
+    /// the measurement's chunks (see [`measure_interleaved`]), so that chunks in which the
+    /// thread was preempted or a neighbour flooded the caches do not count.
     pub ns_per_segment: f64,
     /// Input segments per output unit (over the whole run, warm-up and final flush
     /// included, so that every segment is counted in exactly one unit).
     pub segments_per_unit: f64,
-    /// Time in [`Receiver::process`] per input segment by the TSC alone (wall time:
-    /// includes whatever other processes took of the CPU meanwhile).
+    /// Time in [`Receiver::process`] per input segment over all chunks (the mean, by the
+    /// TSC: includes whatever other processes took of the CPU meanwhile).
     pub wall_ns_per_segment: f64,
-    /// The share of the timed phase this thread was on a CPU (1.0 on an idle machine).
+    /// The share of the timed phase this thread was on a CPU (1.0 on an idle machine; the
+    /// same for both sides of an interleaved measurement). For the record only.
     pub cpu_share: f64,
 }
 
@@ -482,40 +484,124 @@ fn thread_cpu_ns() -> Option<u64> {
         .ok()
 }
 
-/// Runs `warmup` untimed bursts, then `bursts` timed ones, then flushes; `gen` must be
-/// fresh (its segment count is the input).
+/// One side of a measurement: a receiver and its own generator (fresh: its segment count
+/// is the input). Two sides built with the same pattern and flow count get the same
+/// frames in the same order.
+pub struct Lane<'a, R> {
+    /// The implementation under test.
+    pub rx: &'a mut R,
+    /// Its input.
+    pub gen: &'a mut Generator,
+}
+
+/// The median of `v` (NaN when empty).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Times one or two implementations on the same input, interleaved: each lane runs
+/// `warmup` untimed bursts, then `chunks` times a chunk of `chunk_bursts` timed bursts,
+/// the lanes taking turns (`a` first on even chunks, `b` first on odd ones), then
+/// flushes. Either lane may be absent (profiling one side).
 ///
-/// The TSC over [`Receiver::process`] is the measure. On a shared machine it also counts
-/// time other processes ran while this one waited, so it is scaled by the share of the
-/// timed phase this thread spent on a CPU (its CPU time over the phase's wall time, read
-/// once before and once after): preemption falls on the generator and the receiver in
-/// proportion to the time each runs, so the scaled figure estimates the receiver's own
-/// CPU time. On an idle machine the share is 1 and nothing changes.
+/// Why chunks and medians: on a shared machine a neighbour's work slows this thread in
+/// bursts (preemption, and on a 2-vCPU VM a sibling hyperthread or the shared cache
+/// busy). Taking turns every chunk exposes both implementations to the same neighbour,
+/// and the median over many short chunks ignores the chunks a preemption fell on. (The
+/// earlier method timed each side for 64 Ki segments in one go and scaled by the CPU
+/// share: alternating whole runs let a neighbour's burst fall on one side only, and the
+/// scaling occasionally gave absurd single values.) Each chunk is long enough (64 bursts
+/// by default, 2,048 segments) that the other lane's chunk in between, a pause in this
+/// lane's clock, changes few runs even with a 100 µs window; it does so alike for both.
+pub fn measure_interleaved<A: Receiver, B: Receiver>(
+    mut a: Option<Lane<'_, A>>,
+    mut b: Option<Lane<'_, B>>,
+    clock: &Clock,
+    warmup: u64,
+    chunks: usize,
+    chunk_bursts: u64,
+) -> (Option<Measurement>, Option<Measurement>) {
+    if let Some(l) = &mut a {
+        run_bursts(l.rx, l.gen, warmup);
+    }
+    if let Some(l) = &mut b {
+        run_bursts(l.rx, l.gen, warmup);
+    }
+    let chunks = chunks.max(1);
+    let (mut ca, mut cb) = (Vec::with_capacity(chunks), Vec::with_capacity(chunks));
+    let (cpu0, t0) = (thread_cpu_ns(), Clock::cycles());
+    for k in 0..chunks {
+        for turn in 0..2 {
+            if (k + turn) % 2 == 0 {
+                if let Some(l) = &mut a {
+                    ca.push(run_bursts(l.rx, l.gen, chunk_bursts));
+                }
+            } else if let Some(l) = &mut b {
+                cb.push(run_bursts(l.rx, l.gen, chunk_bursts));
+            }
+        }
+    }
+    let (cpu1, t1) = (thread_cpu_ns(), Clock::cycles());
+    let wall = clock.cycles_to_ns(t1.wrapping_sub(t0)).max(1) as f64;
+    let cpu_share = match (cpu0, cpu1) {
+        (Some(x), Some(y)) => (y.saturating_sub(x) as f64 / wall).clamp(0.0, 1.0),
+        _ => 1.0,
+    };
+    let segs = chunk_bursts.max(1) * BURST as u64;
+    let ma = a.map(|l| summarise(l, &ca, segs, clock, cpu_share));
+    let mb = b.map(|l| summarise(l, &cb, segs, clock, cpu_share));
+    (ma, mb)
+}
+
+/// Flushes `lane` and sums up its chunks' `cycles` (each over `segs` segments).
+fn summarise<R: Receiver>(
+    lane: Lane<'_, R>,
+    cycles: &[u64],
+    segs: u64,
+    clock: &Clock,
+    cpu_share: f64,
+) -> Measurement {
+    lane.rx.finish();
+    let ns = |c: u64| c as f64 * 1e9 / clock.hz() as f64 / segs as f64;
+    let mut per: Vec<f64> = cycles.iter().map(|&c| ns(c)).collect();
+    Measurement {
+        ns_per_segment: median(&mut per),
+        segments_per_unit: lane.gen.fed() as f64 / lane.rx.units().max(1) as f64,
+        wall_ns_per_segment: ns(cycles.iter().sum()) / cycles.len().max(1) as f64,
+        cpu_share,
+    }
+}
+
+/// [`measure_interleaved`] with one implementation: `warmup` untimed bursts, then
+/// `chunks` chunks of `chunk_bursts` bursts; the median chunk is reported.
 pub fn measure<R: Receiver>(
     rx: &mut R,
     gen: &mut Generator,
     clock: &Clock,
     warmup: u64,
-    bursts: u64,
+    chunks: usize,
+    chunk_bursts: u64,
 ) -> Measurement {
-    run_bursts(rx, gen, warmup);
-    let (cpu0, t0) = (thread_cpu_ns(), Clock::cycles());
-    let cycles = run_bursts(rx, gen, bursts);
-    let (cpu1, t1) = (thread_cpu_ns(), Clock::cycles());
-    rx.finish();
-    let wall = clock.cycles_to_ns(t1.wrapping_sub(t0)).max(1) as f64;
-    let cpu_share = match (cpu0, cpu1) {
-        (Some(a), Some(b)) => (b.saturating_sub(a) as f64 / wall).clamp(0.01, 1.0),
-        _ => 1.0,
-    };
-    let segs = (bursts.max(1) * BURST as u64) as f64;
-    let wall_ns = cycles as f64 * 1e9 / clock.hz() as f64 / segs;
-    Measurement {
-        ns_per_segment: wall_ns * cpu_share,
-        segments_per_unit: gen.fed() as f64 / rx.units().max(1) as f64,
-        wall_ns_per_segment: wall_ns,
-        cpu_share,
-    }
+    let none: Option<Lane<'_, R>> = None;
+    let (m, _) = measure_interleaved(
+        Some(Lane { rx, gen }),
+        none,
+        clock,
+        warmup,
+        chunks,
+        chunk_bursts,
+    );
+    m.unwrap_or(Measurement {
+        ns_per_segment: f64::NAN,
+        segments_per_unit: f64::NAN,
+        wall_ns_per_segment: f64::NAN,
+        cpu_share: f64::NAN,
+    })
 }
 
 #[cfg(test)]

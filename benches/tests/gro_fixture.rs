@@ -3,7 +3,7 @@
 //! test function.
 
 use benches::gro_fixture::{
-    eal_args, measure, prepare_pool, Generator, Pattern, RteGro, WeirGro, BURST,
+    eal_args, measure_interleaved, prepare_pool, Generator, Lane, Pattern, RteGro, WeirGro, BURST,
 };
 use dpdk::{Clock, Eal};
 
@@ -28,8 +28,25 @@ fn both_implementations_coalesce_and_free_everything() {
         let mut r = RteGro::new(&eal, &clock, flows, flush_ns).expect("rte_gro context");
         let mut gw = Generator::new(pool, pattern, flows);
         let mut gr = Generator::new(pool, pattern, flows);
-        let mw = measure(&mut w, &mut gw, &clock, 10, 200);
-        let mr = measure(&mut r, &mut gr, &clock, 10, 200);
+        let (mw, mr) = measure_interleaved(
+            Some(Lane {
+                rx: &mut w,
+                gen: &mut gw,
+            }),
+            Some(Lane {
+                rx: &mut r,
+                gen: &mut gr,
+            }),
+            &clock,
+            10,
+            5,
+            40,
+        );
+        let (Some(mw), Some(mr)) = (mw, mr) else {
+            panic!("both lanes measured");
+        };
+        // Same input on both sides.
+        assert_eq!(gw.fed(), gr.fed());
         let row = format!(
             "{} {flows} flows {flush_ns} ns: weir {mw:?}, rte_gro {mr:?}",
             pattern.name()

@@ -59,7 +59,8 @@ enum Cmd {
         /// Flush windows in ns (comma-separated).
         #[arg(long, value_delimiter = ',', default_values_t = [0u64, 2_000, 100_000])]
         flush_ns: Vec<u64>,
-        /// Measurements per implementation and row (the median is reported).
+        /// Timed chunks per implementation and row, the two interleaved (the median is
+        /// reported).
         #[arg(long, default_value_t = apps::bench_gro::REPEATS)]
         runs: usize,
         /// Run only this implementation (weir or rte_gro), e.g. under `perf record`.
