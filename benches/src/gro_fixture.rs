@@ -27,11 +27,13 @@
 //! From the input burst to the coalesced output handed on, including freeing what a real
 //! receiver frees ([`Receiver::process`]):
 //!
-//! - weir ([`WeirGro`]): `now` from the [`Clock`], [`stack::wire::parse_into`] of every
-//!   frame, [`Gro::handle_segment`], then [`Gro::end_of_burst`] (which with `flush_ns > 0`
-//!   is [`Gro::flush_expired`]); every output [`Segment`] is handed to a consumer that
-//!   keeps nothing, so GRO frees its mbufs (`rte_pktmbuf_free_bulk`, through
-//!   [`PacketBuf::free_bulk`]) as it frees whatever TCP leaves;
+//! - weir ([`WeirGro`]), as `stack::pipeline` runs it: `now` from the [`Clock`], every
+//!   frame to [`Gro::handle_frame`] (the parser's fixed-offset checks, then GRO on the
+//!   header words), any frame it gives back to [`stack::wire::parse_into`] and
+//!   [`Gro::handle_segment`], then [`Gro::end_of_burst`] (which with `flush_ns > 0` is
+//!   [`Gro::flush_expired`]); every output [`Segment`] is handed to a consumer that keeps
+//!   nothing, so GRO frees its mbufs (`rte_pktmbuf_free_bulk`, through
+//!   [`PacketBuf::free_bulk`], gathered over the call) as it frees whatever TCP leaves;
 //! - `rte_gro` ([`RteGro`]): `rte_gro_reassemble`, then `rte_gro_timeout_flush` with the
 //!   window in TSC cycles (0: flush everything each burst, like weir's `flush_ns = 0`);
 //!   unprocessed and flushed mbufs (chains, when merged) are freed the same way, with
@@ -358,6 +360,10 @@ impl Receiver for WeirGro {
         // this returns (as it frees what TCP leaves).
         let mut out = |_: &mut Segment<Mbuf>| *units += 1;
         for m in burst.drain(..) {
+            // As the pipeline does: the common layout straight into GRO, the rest parsed.
+            let Err(m) = gro.handle_frame(now, m, local, &mut out) else {
+                continue;
+            };
             parse_into(m.data(), m.rx_checksum(), local, parsed);
             match parsed {
                 Parsed::Tcp(meta) => gro.handle_segment(now, meta, m, &mut out),

@@ -113,6 +113,18 @@ impl<B: PacketBuf> Pipeline<B> {
                 self.stats.nonlinear_drops += 1;
                 continue;
             }
+            // The common layout goes straight into GRO, which reads the header words
+            // it needs from the frame; everything else is parsed in full.
+            let buf = match &mut self.gro {
+                Some(gro) => match gro.handle_frame(now, buf, &self.local, &mut deliver) {
+                    Ok(()) => {
+                        self.parse_stats.tcp += 1;
+                        continue;
+                    }
+                    Err(buf) => buf,
+                },
+                None => buf,
+            };
             // Parsed in place: a TcpMeta is ~170 bytes, not worth moving per packet.
             parse_into(buf.data(), buf.rx_checksum(), &self.local, &mut self.parsed);
             self.parse_stats.record(&self.parsed);

@@ -84,12 +84,16 @@ mod tests;
 
 pub use stats::{FlushReason, GroStats, HoldHistogram, HOLD_BUCKETS};
 
+use arrayvec::ArrayVec;
+
 use crate::buf::{PacketBuf, PayloadSlice, MAX_CHAIN};
-use crate::flow::FlowKey;
+use crate::flow::{FlowKey, FlowWords};
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
-use crate::wire::{TcpFlags, TcpMeta, Timestamp, MAX_OPTION_BYTES};
+use crate::wire::{
+    FastTcpV4, LocalAddrs, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES,
+};
 use table::{FlowTable, Run, MAX_RUNS};
 
 /// GRO settings for one pipeline.
@@ -269,6 +273,34 @@ impl HeaderSig {
         }
     }
 
+    /// The signature of a segment in the parser's fast-path layout, computed from its
+    /// header words: the same as [`HeaderSig::of`] its [`TcpMeta`] (the test
+    /// `frames_take_the_same_path_as_parsed_segments` compares whole outputs).
+    #[inline(always)]
+    fn of_fast(f: &FastTcpV4) -> Self {
+        let hdr = u64::from(f.ack) << 32
+            | u64::from(f.window) << 16
+            | u64::from(f.header_len) << 8
+            | u64::from(f.flags.0 & !MAY_DIFFER);
+        let tsval_at = f.tsval_at().unwrap_or(u8::MAX);
+        let net = u64::from(f.ttl)
+            | u64::from(f.tos) << 8
+            | u64::from(f.df) << 16
+            | u64::from(tsval_at) << 24;
+        // NOP NOP TS with TSval and TSecr masked: the option kinds and length are left.
+        let w0 = if f.ts.is_some() {
+            u64::from(u32::from_le_bytes([1, 1, 8, 10]))
+        } else {
+            0
+        };
+        HeaderSig {
+            mac: [f.macs[0], f.macs[1]],
+            hdr,
+            net,
+            opts: [w0, 0, 0, 0, 0],
+        }
+    }
+
     /// Non-zero when any packed field differs from `run`'s.
     #[inline(always)]
     fn diff(&self, run: &Run) -> u64 {
@@ -291,6 +323,84 @@ enum NoMerge {
     Mismatch,
 }
 
+/// One arriving segment as the merge check and the run bookkeeping read it, built either
+/// from a parsed [`TcpMeta`] ([`Gro::handle_segment`]) or straight from the header words
+/// of a frame in the parser's fast-path layout ([`Gro::handle_frame`]), so that the
+/// common case never writes a 170-byte `TcpMeta` and reads it back.
+#[derive(Clone, Copy)]
+struct Arrival<'a> {
+    flow: FlowWords,
+    hash: u32,
+    sig: HeaderSig,
+    seq: u32,
+    ts: Option<Timestamp>,
+    payload_off: u16,
+    payload_len: u16,
+    ip_id: u16,
+    flags: TcpFlags,
+    df: bool,
+    /// IP options or IPv6 extension headers (never merged).
+    ip_options: bool,
+    /// The parsed options when they may hold more than a timestamp (from a `TcpMeta`);
+    /// `None`: the timestamp is all.
+    opts: Option<&'a TcpOptions>,
+}
+
+impl<'a> Arrival<'a> {
+    #[inline(always)]
+    fn of_meta(meta: &'a TcpMeta, frame: &[u8]) -> Self {
+        let flow = meta.flow.words();
+        Arrival {
+            flow,
+            hash: flow.hash32(),
+            sig: HeaderSig::of(meta, frame),
+            seq: meta.seq.get(),
+            ts: meta.opts.timestamp,
+            payload_off: meta.payload_off,
+            payload_len: meta.payload_len,
+            ip_id: meta.net.ip_id,
+            flags: meta.flags,
+            df: meta.net.df,
+            ip_options: meta.net.ip_options,
+            opts: Some(&meta.opts),
+        }
+    }
+
+    #[inline(always)]
+    fn of_fast(f: &FastTcpV4) -> Self {
+        let flow = FlowWords::v4(f.src, f.sport, f.dst, f.dport);
+        Arrival {
+            flow,
+            hash: flow.hash32(),
+            sig: HeaderSig::of_fast(f),
+            seq: f.seq,
+            ts: f.ts,
+            payload_off: f.payload_off(),
+            payload_len: f.payload_len,
+            ip_id: f.ip_id,
+            flags: f.flags,
+            df: f.df,
+            ip_options: false,
+            opts: None,
+        }
+    }
+
+    /// The options as the parser reported them.
+    #[inline(always)]
+    fn opts(&self) -> TcpOptions {
+        match self.opts {
+            Some(o) => *o,
+            None => TcpOptions {
+                timestamp: self.ts,
+                ..TcpOptions::default()
+            },
+        }
+    }
+}
+
+/// Most buffers GRO collects for one bulk free (see [`Gro::spent`]).
+const SPENT_BATCH: usize = MAX_CHAIN;
+
 /// The GRO stage of one pipeline: a flow table of held runs, the flush timer and counters.
 /// See the [module documentation](self) for the rules and the call order.
 pub struct Gro<B> {
@@ -302,6 +412,11 @@ pub struct Gro<B> {
     cold: Box<[Segment<B>]>,
     /// Where a segment that is not held is handed on from (a run of one).
     one: Segment<B>,
+    /// Buffers of emitted units the consumer left, freed together
+    /// ([`PacketBuf::free_bulk`]) when [`SPENT_BATCH`] have gathered and before every
+    /// public method returns: a unit of one segment per `free_bulk` call cost as much as
+    /// the rest of its flush.
+    spent: ArrayVec<B, SPENT_BATCH>,
     stats: GroStats,
     /// With `hold_histogram`: each held segment's arrival, `MAX_CHAIN` per table slot.
     arrivals: Option<Box<[Instant]>>,
@@ -324,6 +439,7 @@ impl<B: PacketBuf> Gro<B> {
             table,
             cold,
             one: Segment::empty(),
+            spent: ArrayVec::new(),
             stats: GroStats {
                 hold_ns: cfg.hold_histogram.then(Box::default),
                 ..GroStats::default()
@@ -360,35 +476,79 @@ impl<B: PacketBuf> Gro<B> {
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
     ) {
+        let a = Arrival::of_meta(meta, buf.data());
+        self.handle(now, &a, buf, out);
+        self.free_spent();
+    }
+
+    /// Takes one received frame if it has the parser's fast-path layout (untagged IPv4
+    /// without options, TCP with no options or NOP NOP TS, checksums verified by the NIC,
+    /// addressed to `local`: [`FastTcpV4::parse`]) and handles it as
+    /// [`Gro::handle_segment`] would handle [`crate::wire::parse`]'s result, reading the
+    /// header words straight from the frame. Anything else is given back untouched, for
+    /// [`crate::wire::parse_into`] and `handle_segment` (which count what is wrong with
+    /// it, or handle the layouts this does not).
+    #[inline]
+    pub fn handle_frame(
+        &mut self,
+        now: Instant,
+        buf: B,
+        local: &LocalAddrs,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) -> Result<(), B> {
+        let Some(f) = FastTcpV4::parse(buf.data(), buf.rx_checksum(), local) else {
+            return Err(buf);
+        };
+        let a = Arrival::of_fast(&f);
+        self.handle(now, &a, buf, out);
+        self.free_spent();
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn handle(
+        &mut self,
+        now: Instant,
+        a: &Arrival<'_>,
+        buf: B,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) {
         self.stats.segments_in += 1;
         self.stats.held_segments += 1;
         self.now = now;
-        let (hash, held) = self.table.find(&meta.flow);
+        let held = self.table.find(a.hash, &a.flow);
 
-        if meta.flags.intersects(NEVER_MERGE) || meta.net.ip_options || meta.payload_len == 0 {
+        if a.flags.intersects(NEVER_MERGE) || a.ip_options || a.payload_len == 0 {
             // Never merged; whatever the flow holds goes first so order is kept.
             if let Some(s) = held {
                 self.flush_slot(s, FlushReason::Gap, out);
             }
-            self.emit_one(now, meta, buf, FlushReason::Passthrough, out);
+            self.emit_one(now, a, buf, FlushReason::Passthrough, out);
             return;
         }
 
-        let sig = HeaderSig::of(meta, buf.data());
         let Some(s) = held else {
-            self.start_run(now, hash, meta, &sig, buf, out);
+            self.start_run(now, a, buf, out);
             return;
         };
-        match self.can_merge(s, meta, &sig) {
-            Ok(()) => self.merge(s, meta, buf, out),
+        match self.can_merge(s, a) {
+            Ok(()) => self.merge(s, a, buf, out),
             Err(why) => {
                 let reason = match why {
                     NoMerge::Full => FlushReason::Size,
                     NoMerge::Mismatch => FlushReason::Gap,
                 };
                 self.flush_slot(s, reason, out);
-                self.start_run(now, hash, meta, &sig, buf, out);
+                self.start_run(now, a, buf, out);
             }
+        }
+    }
+
+    /// Frees the buffers gathered in `spent`.
+    #[inline]
+    fn free_spent(&mut self) {
+        if !self.spent.is_empty() {
+            B::free_bulk(self.spent.drain(..));
         }
     }
 
@@ -400,6 +560,7 @@ impl<B: PacketBuf> Gro<B> {
         self.now = now;
         if self.cfg.flush_ns == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
+            self.free_spent();
         } else {
             self.flush_expired(now, out);
         }
@@ -416,6 +577,7 @@ impl<B: PacketBuf> Gro<B> {
             }
             self.flush_slot(s, FlushReason::Timer, out);
         }
+        self.free_spent();
     }
 
     /// When the oldest held run expires, or `None` when nothing is held.
@@ -428,6 +590,7 @@ impl<B: PacketBuf> Gro<B> {
     /// Flushes every held run, oldest first ([`FlushReason::Shutdown`]).
     pub fn flush_all(&mut self, out: &mut impl FnMut(&mut Segment<B>)) {
         self.flush_all_as(FlushReason::Shutdown, out);
+        self.free_spent();
     }
 
     fn flush_all_as(&mut self, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
@@ -439,22 +602,22 @@ impl<B: PacketBuf> Gro<B> {
     /// Whether `meta` may join the run in slot `s` (all of Linux's per-pair checks).
     /// Inlined so that `sig` stays in registers.
     #[inline(always)]
-    fn can_merge(&self, s: u32, meta: &TcpMeta, sig: &HeaderSig) -> Result<(), NoMerge> {
+    fn can_merge(&self, s: u32, a: &Arrival<'_>) -> Result<(), NoMerge> {
         let run = self.table.run(s);
-        let ts = meta.opts.timestamp.unwrap_or_default();
+        let ts = a.ts.unwrap_or_default();
         // TSval and TSecr may stay or rise, in modular order (RFC 7323 §5.3), never fall.
         let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
             || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
         // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
-        let too_long = meta.payload_len > run.gso_size;
-        let gap = meta.seq.get() != run.next_seq;
-        let mismatch = sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, meta);
+        let too_long = a.payload_len > run.gso_size;
+        let gap = a.seq != run.next_seq;
+        let mismatch = a.sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, a);
         if mismatch {
             return Err(NoMerge::Mismatch);
         }
         // `skb_gro_receive` refuses (-E2BIG) what would pass the size limit. Normally
         // unreachable: a run ends as soon as one more full segment would not fit.
-        if run.len + u32::from(meta.payload_len) > self.cfg.max_bytes
+        if run.len + u32::from(a.payload_len) > self.cfg.max_bytes
             || usize::from(run.segs) >= MAX_CHAIN
         {
             return Err(NoMerge::Full);
@@ -462,26 +625,27 @@ impl<B: PacketBuf> Gro<B> {
         Ok(())
     }
 
-    /// Appends `meta`'s payload to the run in slot `s`; emits the run if this ends it.
-    #[inline]
-    fn merge(&mut self, s: u32, meta: &TcpMeta, buf: B, out: &mut impl FnMut(&mut Segment<B>)) {
+    /// Appends `a`'s payload to the run in slot `s`; emits the run if this ends it.
+    /// Inlined: a call would store the arrival's words to memory only to read them back.
+    #[inline(always)]
+    fn merge(&mut self, s: u32, a: &Arrival<'_>, buf: B, out: &mut impl FnMut(&mut Segment<B>)) {
         let slice = PayloadSlice {
             buf,
-            off: meta.payload_off,
-            len: meta.payload_len,
+            off: a.payload_off,
+            len: a.payload_len,
         };
         if let Err(slice) = self.cold[s as usize].payload.push(slice) {
             // Unreachable (`can_merge` checks the chain's room); keep order and the data.
             let now = self.table.run(s).first_rx;
             self.flush_slot(s, FlushReason::Size, out);
-            self.emit_one(now, meta, slice.buf, FlushReason::Size, out);
+            self.emit_one(now, a, slice.buf, FlushReason::Size, out);
             return;
         }
-        let len = meta.payload_len;
+        let len = a.payload_len;
         let cfg = self.cfg;
         let run = self.table.run_mut(s);
         let v4 = !run.flow.v6;
-        if v4 && run.segs == 1 && meta.net.ip_id == run.ip_id {
+        if v4 && run.segs == 1 && a.ip_id == run.ip_id {
             run.fixed_id = true;
         }
         run.next_seq = run.next_seq.wrapping_add(u32::from(len));
@@ -491,12 +655,12 @@ impl<B: PacketBuf> Gro<B> {
         if let Some(a) = &mut self.arrivals {
             a[s as usize * MAX_CHAIN + i] = self.now;
         }
-        run.flags |= meta.flags.0;
-        if let Some(t) = meta.opts.timestamp {
+        run.flags |= a.flags.0;
+        if let Some(t) = a.ts {
             run.tsval = t.tsval;
             run.tsecr = t.tsecr;
         }
-        let ended = if meta.flags.intersects(ENDS_RUN) || len < run.gso_size {
+        let ended = if a.flags.intersects(ENDS_RUN) || len < run.gso_size {
             Some(FlushReason::Flags)
         } else if run.segs >= cfg.max_segs || run.len + u32::from(run.gso_size) > cfg.max_bytes {
             Some(FlushReason::Size)
@@ -508,66 +672,66 @@ impl<B: PacketBuf> Gro<B> {
         }
     }
 
-    /// Starts a run with `meta`: holds it, or emits it at once when it already ends.
+    /// Starts a run with `a`: holds it, or emits it at once when it already ends.
     fn start_run(
         &mut self,
         now: Instant,
-        hash: u32,
-        meta: &TcpMeta,
-        sig: &HeaderSig,
+        a: &Arrival<'_>,
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
     ) {
-        let len = meta.payload_len;
-        if meta.flags.intersects(ENDS_RUN) {
+        let len = a.payload_len;
+        if a.flags.intersects(ENDS_RUN) {
             // `out_check_final`: a PSH/FIN segment is never held as a new head.
-            self.emit_one(now, meta, buf, FlushReason::Flags, out);
+            self.emit_one(now, a, buf, FlushReason::Flags, out);
             return;
         }
         if self.cfg.max_segs <= 1 || 2 * u32::from(len) > self.cfg.max_bytes {
-            self.emit_one(now, meta, buf, FlushReason::Size, out);
+            self.emit_one(now, a, buf, FlushReason::Size, out);
             return;
         }
+        let hash = a.hash;
         // Room: the oldest run of a full table, or of a full bucket, goes first
         // (`gro_flush_oldest`). Two flushes at most.
         while let Some(v) = self.table.victim_for(hash) {
             self.flush_slot(v, FlushReason::Eviction, out);
         }
+        let sig = &a.sig;
         let filled = self.table.insert_with(hash, |r| {
             *r = Run {
-                flow: meta.flow,
+                flow: FlowKey::from_words(&a.flow),
                 mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
                 hdr: sig.hdr,
                 net: sig.net,
                 opts: sig.opts,
-                next_seq: meta.seq.get().wrapping_add(u32::from(len)),
-                tsval: meta.opts.timestamp.map_or(0, |t| t.tsval),
-                tsecr: meta.opts.timestamp.map_or(0, |t| t.tsecr),
+                next_seq: a.seq.wrapping_add(u32::from(len)),
+                tsval: a.ts.map_or(0, |t| t.tsval),
+                tsecr: a.ts.map_or(0, |t| t.tsecr),
                 len: u32::from(len),
                 gso_size: len,
                 segs: 1,
-                ip_id: meta.net.ip_id,
+                ip_id: a.ip_id,
                 fixed_id: false,
-                flags: meta.flags.0,
+                flags: a.flags.0,
                 first_rx: now,
                 hash,
             }
         });
         let Some(s) = filled else {
             // Unreachable: `victim_for` returned `None`, so there is room.
-            self.emit_one(now, meta, buf, FlushReason::Eviction, out);
+            self.emit_one(now, a, buf, FlushReason::Eviction, out);
             return;
         };
-        if let Some(a) = &mut self.arrivals {
-            a[s as usize * MAX_CHAIN] = now;
+        if let Some(arr) = &mut self.arrivals {
+            arr[s as usize * MAX_CHAIN] = now;
         }
         let c = &mut self.cold[s as usize];
-        c.seq = meta.seq;
-        c.opts = meta.opts;
-        // The chain is empty (cleared when the slot's last run was emitted).
+        c.seq = SeqNumber(a.seq);
+        c.opts = a.opts();
+        // The chain is empty (emptied when the slot's last run was emitted).
         let _ = c.payload.push(PayloadSlice {
             buf,
-            off: meta.payload_off,
+            off: a.payload_off,
             len,
         });
     }
@@ -577,7 +741,7 @@ impl<B: PacketBuf> Gro<B> {
     fn emit_one(
         &mut self,
         now: Instant,
-        meta: &TcpMeta,
+        a: &Arrival<'_>,
         buf: B,
         reason: FlushReason,
         out: &mut impl FnMut(&mut Segment<B>),
@@ -586,9 +750,43 @@ impl<B: PacketBuf> Gro<B> {
         if let Some(h) = &mut self.stats.hold_ns {
             h.record(0); // never held
         }
-        self.one.fill_from_meta(meta, buf, now);
-        out(&mut self.one);
-        self.one.payload.clear();
+        let one = &mut self.one;
+        // Empty (emptied after the last unit), so there is room for one slice.
+        if a.payload_len > 0 {
+            let _ = one.payload.push(PayloadSlice {
+                buf,
+                off: a.payload_off,
+                len: a.payload_len,
+            });
+        } else {
+            self.spent_push(buf);
+        }
+        let one = &mut self.one;
+        one.flow = FlowKey::from_words(&a.flow);
+        let mac = u128::from(a.sig.mac[0]) | u128::from(a.sig.mac[1]) << 64;
+        one.peer_mac = mac_bytes((mac >> 48) as u64);
+        one.local_mac = mac_bytes(mac as u64);
+        one.seq = SeqNumber(a.seq);
+        one.ack = SeqNumber((a.sig.hdr >> 32) as u32);
+        one.flags = a.flags;
+        one.window = (a.sig.hdr >> 16) as u16;
+        one.opts = a.opts();
+        one.ts_last = a.ts;
+        one.segs = 1;
+        one.gso_size = a.payload_len;
+        one.first_rx = now;
+        out(one);
+        let Gro { one, spent, .. } = self;
+        retire(&mut one.payload, spent);
+    }
+
+    /// Adds `buf` to the buffers to free.
+    #[inline]
+    fn spent_push(&mut self, buf: B) {
+        if self.spent.is_full() {
+            self.free_spent();
+        }
+        self.spent.push(buf);
     }
 
     /// Emits the run in slot `s` and frees the slot.
@@ -622,8 +820,25 @@ impl<B: PacketBuf> Gro<B> {
         c.gso_size = run.gso_size;
         c.first_rx = run.first_rx;
         out(c);
-        // Whatever the consumer left is freed; the slot's chain is empty for its next run.
-        c.payload.clear();
+        // Whatever the consumer left is freed (in bulk, later in this call); the slot's
+        // chain is empty for its next run.
+        retire(&mut c.payload, &mut self.spent);
+    }
+}
+
+/// Moves what is left in `payload` to `spent` (freeing `spent` first when they would not
+/// fit): the buffers of an emitted unit that its consumer did not keep.
+#[inline]
+fn retire<B: PacketBuf>(
+    payload: &mut crate::buf::PayloadChain<B>,
+    spent: &mut ArrayVec<B, SPENT_BATCH>,
+) {
+    if payload.slice_count() > spent.remaining_capacity() {
+        B::free_bulk(spent.drain(..));
+    }
+    for sl in payload.drain() {
+        // Fits: at most MAX_CHAIN slices, and `spent` had room for them.
+        let _ = spent.try_push(sl.buf);
     }
 }
 
@@ -639,12 +854,12 @@ fn mac_bytes(w: u64) -> [u8; 6] {
 /// makes the run "fixed ID"; then every ID must equal the first, otherwise each must be
 /// the first plus the number of segments held. IPv6 has no ID.
 #[inline]
-fn ip_id_ok(run: &Run, meta: &TcpMeta) -> bool {
+fn ip_id_ok(run: &Run, a: &Arrival<'_>) -> bool {
     if run.flow.v6 {
         return true;
     }
-    let delta = meta.net.ip_id.wrapping_sub(run.ip_id);
-    let fixed = run.fixed_id || (run.segs == 1 && meta.net.df && delta == 0);
+    let delta = a.ip_id.wrapping_sub(run.ip_id);
+    let fixed = run.fixed_id || (run.segs == 1 && a.df && delta == 0);
     delta == if fixed { 0 } else { run.segs }
 }
 

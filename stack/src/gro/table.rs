@@ -24,7 +24,7 @@
 //! skips hashing), then the bucket. Entries exist only while a run is held: a flushed
 //! run's slot goes back on the free list and its bucket way is cleared.
 
-use crate::flow::FlowKey;
+use crate::flow::{FlowKey, FlowWords};
 use crate::time::Instant;
 
 /// Ways per bucket: one cache line of hashes and slots.
@@ -185,29 +185,26 @@ impl FlowTable {
         ((u64::from(hash) * self.buckets.len() as u64) >> 32) as usize
     }
 
-    /// `flow`'s hash and the slot holding its run, if one is held.
-    #[inline]
-    pub(crate) fn find(&mut self, flow: &FlowKey) -> (u32, Option<u32>) {
-        // Hashed first even when the last run matches: the hash reads the key in 64-bit
-        // words, and the comparison below reuses those loads. Compared on its own, the key
-        // is read in 16-byte loads, which stall on the parser's narrower stores of it
-        // (measured: more than the hash costs).
-        let hash = flow.hash32();
+    /// The slot holding the run of the flow `flow` describes (whose hash is `hash`), if
+    /// one is held. The key is compared in words, from registers: no load of it can stall
+    /// on the parser's narrower stores.
+    #[inline(always)]
+    pub(crate) fn find(&mut self, hash: u32, flow: &FlowWords) -> Option<u32> {
         if let Some(r) = self.runs.get(self.last as usize) {
-            if r.hash == hash && r.flow.same(flow) {
-                return (hash, Some(self.last));
+            if r.hash == hash && flow.same(&r.flow) {
+                return Some(self.last);
             }
         }
         let found = self.lookup(hash, flow);
         if let Some(s) = found {
             self.last = s;
         }
-        (hash, found)
+        found
     }
 
     /// The slot holding `flow`'s run, if one is held.
     #[inline]
-    pub(crate) fn lookup(&self, hash: u32, flow: &FlowKey) -> Option<u32> {
+    pub(crate) fn lookup(&self, hash: u32, flow: &FlowWords) -> Option<u32> {
         let b = &self.buckets[self.bucket_of(hash)];
         // All eight hash compares at once (the compiler makes them two vector compares),
         // then the key check only for the ways whose hash matched: almost always one.
@@ -220,7 +217,7 @@ impl FlowTable {
             hits &= hits - 1;
             let s = b.slot[w];
             if let Some(r) = self.runs.get(s as usize) {
-                if r.flow.same(flow) {
+                if flow.same(&r.flow) {
                     return Some(s);
                 }
             }
@@ -372,19 +369,19 @@ mod tests {
         assert_eq!(t.len(), 8);
         for i in 0..8 {
             assert_eq!(
-                t.lookup(key(i).hash32(), &key(i)),
+                t.lookup(key(i).hash32(), &key(i).words()),
                 Some(slots[usize::from(i)])
             );
         }
-        assert_eq!(t.lookup(key(99).hash32(), &key(99)), None);
+        assert_eq!(t.lookup(key(99).hash32(), &key(99).words()), None);
         // Full: the victim is the oldest of all.
         assert_eq!(t.victim_for(key(99).hash32()), Some(slots[0]));
         t.remove(slots[3]);
         t.remove(slots[0]);
         assert_eq!(t.oldest(), Some(slots[1]));
-        assert_eq!(t.lookup(key(3).hash32(), &key(3)), None);
+        assert_eq!(t.lookup(key(3).hash32(), &key(3).words()), None);
         let s = t.insert(run(99, 100)).expect("room");
-        assert_eq!(t.lookup(key(99).hash32(), &key(99)), Some(s));
+        assert_eq!(t.lookup(key(99).hash32(), &key(99).words()), Some(s));
         // Walk the list: 1, 2, 4, 5, 6, 7, 99.
         let mut order = Vec::new();
         let mut cur = t.head;

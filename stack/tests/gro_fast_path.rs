@@ -1,0 +1,323 @@
+//! `Gro::handle_frame` (the header words read straight from the frame) against the path it
+//! shortcuts, `parse_into` then `Gro::handle_segment`: on any sequence of real frames the
+//! two give the same units, byte for byte and field for field, in the same order, and the
+//! same counters. The frames mix the fast layout (IPv4, no options or NOP NOP TS,
+//! checksums verified by the NIC) with everything it gives back (IPv6, VLAN tags, SACK or
+//! MSS options, software checksums, corrupted checksums, frames not for us), and vary
+//! every field the merge rules compare (ACK, window, flags, TTL, TOS-free IP ID, TSval and
+//! TSecr up and down, sequence gaps, short segments).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use proptest::prelude::*;
+use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
+use stack::gro::{Gro, GroConfig, GroStats};
+use stack::mem::VecBuf;
+use stack::segment::Segment;
+use stack::seq::SeqNumber;
+use stack::time::{Duration, Instant};
+use stack::wire::{
+    parse_into, DropReason, LocalAddrs, Parsed, SackBlock, TcpFlags, TcpFrame, TcpOptions,
+    Timestamp,
+};
+
+const LOCAL_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const PEER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+const LOCAL_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const LOCAL_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+
+fn local() -> LocalAddrs {
+    LocalAddrs::new(LOCAL_MAC, Some(LOCAL_V4), Some(LOCAL_V6))
+}
+
+/// One generated frame: which flow, and what to change from its defaults.
+#[derive(Clone, Debug)]
+struct Step {
+    flow: u8,
+    len: u16,
+    /// Skip this many bytes of sequence space first (a gap) or go back (a retransmission).
+    seq_jump: i8,
+    flags: u8,
+    ack_bump: bool,
+    window_bump: bool,
+    ttl_bump: bool,
+    ts: u8,
+    ip_id_step: u8,
+    /// 0: NIC verified; 1: unknown (software check); 2: NIC says bad.
+    csum: u8,
+    /// 0: plain; 1: VLAN tag; 2: SACK option; 3: no timestamps; 4: not for us.
+    shape: u8,
+    /// Advance the clock before this frame (ns), and end the burst after it.
+    gap_ns: u16,
+    end_burst: bool,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    (
+        (0u8..6, prop_oneof![Just(1448u16), 1u16..1448, Just(0u16)]),
+        prop_oneof![8 => Just(0i8), 1 => 1i8..4, 1 => -4i8..0],
+        prop_oneof![
+            12 => Just(TcpFlags::ACK.0),
+            1 => Just(TcpFlags::ACK.0 | TcpFlags::PSH.0),
+            1 => Just(TcpFlags::ACK.0 | TcpFlags::FIN.0),
+            1 => Just(TcpFlags::ACK.0 | TcpFlags::CWR.0),
+            1 => Just(TcpFlags::ACK.0 | TcpFlags::URG.0),
+            1 => Just(TcpFlags::ACK.0 | TcpFlags::ECE.0),
+        ],
+        (
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.03),
+        ),
+        prop_oneof![6 => Just(0u8), 1 => 1u8..4],
+        prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+        prop_oneof![10 => Just(0u8), 1 => 1u8..3],
+        prop_oneof![10 => Just(0u8), 1 => 1u8..5],
+        (
+            prop_oneof![4 => Just(0u16), 1 => 0u16..3000],
+            prop::bool::weighted(0.15),
+        ),
+    )
+        .prop_map(
+            |(
+                (flow, len),
+                seq_jump,
+                flags,
+                (ack_bump, window_bump, ttl_bump),
+                ts,
+                ip_id_step,
+                csum,
+                shape,
+                (gap_ns, end_burst),
+            )| Step {
+                flow,
+                len,
+                seq_jump,
+                flags,
+                ack_bump,
+                window_bump,
+                ttl_bump,
+                ts,
+                ip_id_step,
+                csum,
+                shape,
+                gap_ns,
+                end_burst,
+            },
+        )
+}
+
+/// A flow's sender state.
+struct Sender {
+    v6: bool,
+    seq: u32,
+    ack: u32,
+    window: u16,
+    ttl: u8,
+    tsval: u32,
+    tsecr: u32,
+    ip_id: u16,
+}
+
+fn frames(steps: &[Step]) -> Vec<(VecBuf, u64, bool)> {
+    let mut senders: Vec<Sender> = (0..6)
+        .map(|i| Sender {
+            v6: i == 5,
+            seq: 1_000_000 * (i + 1),
+            ack: 77,
+            window: 512,
+            ttl: 64,
+            tsval: 100,
+            tsecr: 7,
+            ip_id: 0,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for st in steps {
+        let s = &mut senders[usize::from(st.flow)];
+        s.seq = s.seq.wrapping_add_signed(i32::from(st.seq_jump) * 1000);
+        s.ack = s.ack.wrapping_add(u32::from(st.ack_bump) * 1448);
+        s.window ^= u16::from(st.window_bump);
+        s.ttl ^= u8::from(st.ttl_bump);
+        match st.ts {
+            1 => s.tsval = s.tsval.wrapping_add(1),
+            2 => s.tsval = s.tsval.wrapping_sub(1),
+            3 => s.tsecr = s.tsecr.wrapping_add(1),
+            _ => {}
+        }
+        s.ip_id = s.ip_id.wrapping_add(u16::from(st.ip_id_step));
+        let (src_ip, dst_ip): (IpAddr, IpAddr) = if s.v6 {
+            (
+                Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 2, u16::from(st.flow)).into(),
+                LOCAL_V6.into(),
+            )
+        } else {
+            let dst = if st.shape == 4 {
+                Ipv4Addr::new(198, 18, 0, 9)
+            } else {
+                LOCAL_V4
+            };
+            (Ipv4Addr::new(198, 19, 0, st.flow + 1).into(), dst.into())
+        };
+        let mut opts = TcpOptions::default();
+        if st.shape != 3 {
+            opts.timestamp = Some(Timestamp {
+                tsval: s.tsval,
+                tsecr: s.tsecr,
+            });
+        }
+        if st.shape == 2 {
+            opts.sack[0] = SackBlock {
+                left: SeqNumber(5),
+                right: SeqNumber(9),
+            };
+            opts.sack_count = 1;
+        }
+        let f = TcpFrame {
+            src_mac: PEER_MAC,
+            dst_mac: LOCAL_MAC,
+            vlan: (st.shape == 1).then_some(7),
+            src_ip,
+            dst_ip,
+            sport: 40_000 + u16::from(st.flow),
+            dport: 5201,
+            seq: SeqNumber(s.seq),
+            ack: SeqNumber(s.ack),
+            flags: TcpFlags(st.flags),
+            window: s.window,
+            opts,
+            ttl: s.ttl,
+            ip_id: s.ip_id,
+        };
+        let payload: Vec<u8> = (0..u32::from(st.len))
+            .map(|i| (s.seq.wrapping_add(i) % 251) as u8)
+            .collect();
+        s.seq = s.seq.wrapping_add(u32::from(st.len));
+        let status = match st.csum {
+            0 => ChecksumStatus::Good,
+            1 => ChecksumStatus::Unknown,
+            _ => ChecksumStatus::Bad,
+        };
+        let buf = VecBuf::from_vec(f.to_vec(&payload)).with_rx_checksum(RxChecksum {
+            ip: status,
+            l4: status,
+        });
+        out.push((buf, u64::from(st.gap_ns), st.end_burst));
+    }
+    out
+}
+
+/// Everything a unit carries, payload bytes included.
+type Unit = (
+    String,
+    u32,
+    u32,
+    u8,
+    u16,
+    String,
+    String,
+    u16,
+    u16,
+    u64,
+    Vec<u8>,
+    [u8; 12],
+);
+
+fn unit(s: &mut Segment<VecBuf>) -> Unit {
+    let mut bytes = Vec::new();
+    for sl in s.payload.slices() {
+        bytes.extend_from_slice(sl.bytes());
+    }
+    let mut macs = [0u8; 12];
+    macs[..6].copy_from_slice(&s.peer_mac);
+    macs[6..].copy_from_slice(&s.local_mac);
+    (
+        format!("{:?} {}", s.flow, s.flow.v6),
+        s.seq.get(),
+        s.ack.get(),
+        s.flags.0,
+        s.window,
+        format!("{:?}", s.opts),
+        format!("{:?}", s.ts_last),
+        s.segs,
+        s.gso_size,
+        s.first_rx.as_nanos(),
+        bytes,
+        macs,
+    )
+}
+
+/// Runs `frames` through a GRO stage, with or without `handle_frame`; returns the units,
+/// the counters and the parser's drops.
+fn run(
+    frames: &[(VecBuf, u64, bool)],
+    fast: bool,
+    flush_ns: u64,
+) -> (Vec<Unit>, GroStats, Vec<DropReason>, usize) {
+    let mut gro: Gro<VecBuf> = Gro::new(GroConfig {
+        flush_ns: Duration::from_nanos(flush_ns),
+        max_flows: 4,
+        max_segs: 8,
+        ..GroConfig::default()
+    });
+    let mut units = Vec::new();
+    let mut drops = Vec::new();
+    let mut parsed = Parsed::Drop(DropReason::TruncatedEthernet);
+    let mut now = 1_000u64;
+    let mut taken = 0;
+    let local = local();
+    for (buf, gap, end) in frames {
+        now += gap;
+        let t = Instant::from_nanos(now);
+        let mut out = |s: &mut Segment<VecBuf>| units.push(unit(s));
+        gro.flush_expired(t, &mut out);
+        let buf = VecBuf::from_vec(buf.data().to_vec()).with_rx_checksum(buf.rx_checksum());
+        let buf = if fast {
+            match gro.handle_frame(t, buf, &local, &mut out) {
+                Ok(()) => {
+                    taken += 1;
+                    None
+                }
+                Err(b) => Some(b),
+            }
+        } else {
+            Some(buf)
+        };
+        if let Some(buf) = buf {
+            parse_into(buf.data(), buf.rx_checksum(), &local, &mut parsed);
+            match &parsed {
+                Parsed::Tcp(m) => gro.handle_segment(t, m, buf, &mut out),
+                Parsed::Drop(r) => drops.push(*r),
+                _ => {}
+            }
+        }
+        if *end {
+            gro.end_of_burst(t, &mut out);
+        }
+    }
+    gro.flush_all(&mut |s| units.push(unit(s)));
+    (units, gro.stats().clone(), drops, taken)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn frames_take_the_same_path_as_parsed_segments(
+        steps in prop::collection::vec(step(), 1..120),
+        flush_ns in prop_oneof![Just(0u64), Just(2_000u64), Just(100_000u64)],
+    ) {
+        let f = frames(&steps);
+        let (ua, sa, da, taken) = run(&f, true, flush_ns);
+        let (ub, sb, db, _) = run(&f, false, flush_ns);
+        // The common layout took the fast path.
+        let common = steps
+            .iter()
+            .filter(|s| s.flow < 5 && s.csum == 0 && (s.shape == 0 || s.shape == 3))
+            .count();
+        prop_assert_eq!(taken, common);
+        prop_assert_eq!(&ua, &ub);
+        prop_assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
+        prop_assert_eq!(da, db);
+    }
+}
