@@ -19,9 +19,15 @@
 //!   verdict (`RxChecksum`). The ring PMD sets none, so by default the generator marks each
 //!   frame "IP and L4 checksum good" ([`GenIo::nic_rx_checksum`]); its checksums are
 //!   correct by construction (verified in software by the in-memory tests and the
-//!   `stack --sw-checksum` row, which would count drops). `--sw-checksum` turns the
-//!   marking off everywhere. The receiver's ACKs carry software checksums either way
-//!   (the ring offers no TX offload).
+//!   `stack --sw-csum` row, which would count drops).
+//! - *TX checksum offload*: weir-sink asks a NIC that has it to checksum its ACKs. The
+//!   receiver's ring port declares the offload ([`dpdk::Port::model_tx_checksum_offload`]),
+//!   so ACKs leave with the pseudo-header sum and the request, and the generator completes
+//!   the checksums in software before reading them ([`dpdk::Mbuf::complete_tx_checksums`]):
+//!   the NIC's work lands on the generator's core, not the receiver's.
+//! - `--sw-checksum` turns both models off in every mode; the `stack --sw-csum` row
+//!   turns them off for that row only: the receiver verifies every received checksum and
+//!   computes every ACK's, which is what they cost.
 //! - *Frames*: one contiguous mbuf per segment, as a NIC delivers them. The generator
 //!   builds data segments in a stamped pool ([`crate::gen::pool`]): only the 66 header
 //!   bytes are written per segment, so the generator is cheap and the receiver reads a
@@ -198,6 +204,9 @@ impl Rig {
             .context("creating the receiver's mbuf pool")?;
         let mut gen_port = Port::configure(&eal, a, gen_plain, &PortConfig::default())?;
         let mut rx_port = Port::configure(&eal, b, rx_pool, &PortConfig::default())?;
+        // The receiver's ACKs may leave with TX checksum offload requested; the generator
+        // completes them as the receiver's NIC would (see the module documentation).
+        rx_port.model_tx_checksum_offload();
         gen_port.start()?;
         rx_port.start()?;
         Ok(Rig {
@@ -299,8 +308,14 @@ impl Rig {
     }
 
     /// The receiver's pipeline as weir-sink configures it by default (`gro`: the flush
-    /// window in ns, `None` for `--no-gro`).
-    pub(crate) fn pipeline_config(&self, gro: Option<u64>, flows: u32) -> PipelineConfig {
+    /// window in ns, `None` for `--no-gro`; `nic`: TX checksum offload for ACKs, as
+    /// weir-sink asks for on a NIC that has it).
+    pub(crate) fn pipeline_config(
+        &self,
+        gro: Option<u64>,
+        flows: u32,
+        nic: bool,
+    ) -> PipelineConfig {
         PipelineConfig {
             local: LocalAddrs::new(self.rx_mac, Some(RX_IP), None),
             gro: gro.map(|ns| GroConfig {
@@ -315,7 +330,7 @@ impl Rig {
                 ..TcpConfig::default()
             },
             listen: vec![(PORT, AckPolicy::default())],
-            tx_csum_offload: false,
+            tx_csum_offload: nic,
         }
     }
 
@@ -357,7 +372,7 @@ impl Rig {
         let nic = !sw_checksum && mode != Mode::SwChecksum;
         let r = self.run(
             self.gen_config(flows, secs, mode == Mode::Drop, o.interleave),
-            self.pipeline_config(gro, flows),
+            self.pipeline_config(gro, flows, nic),
             mode == Mode::Drop,
             nic,
             secs,
@@ -499,9 +514,10 @@ pub fn run(o: &Options) -> Result<()> {
     pb.finish_and_clear();
     let m = |v: &[Sample], f: fn(&Sample) -> f64| median(v.iter().map(f).collect());
     let checksums = if o.sw_checksum {
-        "verified in software by the receiver (--sw-checksum)"
+        "in software at the receiver, received and ACKs (--sw-checksum)"
     } else {
-        "RX offload modelled: frames arrive marked good (stack --sw-csum: verified in software)"
+        "NIC offload modelled: frames arrive marked good, ACK checksums completed by the \
+         generator (stack --sw-csum: all in software at the receiver)"
     };
     let model = format!(
         "interleave {}, GRO flush {} us, MSS {MSS}, writes of {SEGS_PER_WRITE} segments \
@@ -516,7 +532,7 @@ pub fn run(o: &Options) -> Result<()> {
             "{}",
             json!({"model": model, "interleave": o.interleave.to_string(), "gro_flush_ns": FLUSH_NS,
                    "mss": MSS, "write_size": SEGS_PER_WRITE * u32::from(MSS),
-                   "stamped_payload": true, "nic_rx_checksum": !o.sw_checksum})
+                   "stamped_payload": true, "nic_checksum_offload": !o.sw_checksum})
         );
     } else {
         println!("weir-bench e2e: medians of {runs} rounds of {secs} s, weir-gen -> ring pair -> receiver on lcore 0");

@@ -16,6 +16,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum, TxChecksumOffload};
+use stack::wire::checksum;
 
 use crate::port::tx_csum_caps;
 
@@ -331,6 +332,38 @@ impl Mbuf {
     pub fn set_received(&mut self, c: RxChecksum) {
         self.m_mut().ol_flags = 0;
         self.set_rx_checksum(c);
+    }
+
+    /// Does to a frame what a NIC with TX checksum offload does before it leaves, in
+    /// software: fills in the IPv4 header checksum (`RTE_MBUF_F_TX_IP_CKSUM`) and the TCP
+    /// checksum (`RTE_MBUF_F_TX_TCP_CKSUM`; the field holds the pseudo-header sum, DPDK's
+    /// convention), at the header lengths given with the request, and clears the
+    /// requests. For the far end of a ring port that models TX offload
+    /// ([`crate::Port::model_tx_checksum_offload`]). Returns `false` (nothing changed)
+    /// when no TCP checksum was requested or the lengths do not fit the frame.
+    pub fn complete_tx_checksums(&mut self) -> bool {
+        let f = self.ol_flags();
+        if f & dpdk_sys::RTE_MBUF_F_TX_L4_MASK != dpdk_sys::RTE_MBUF_F_TX_TCP_CKSUM {
+            return false;
+        }
+        let (l2, l3, _) = self.header_lens();
+        let (l2, t) = (usize::from(l2), usize::from(l2) + usize::from(l3));
+        let d = self.data_mut();
+        if d.len() < t + 20 {
+            return false;
+        }
+        if f & dpdk_sys::RTE_MBUF_F_TX_IP_CKSUM != 0 {
+            d[l2 + 10..l2 + 12].fill(0);
+            let c = checksum::checksum(&d[l2..t]);
+            d[l2 + 10..l2 + 12].copy_from_slice(&c.to_be_bytes());
+        }
+        let c = !checksum::fold(checksum::add(0, &d[t..]));
+        d[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
+        self.m_mut().ol_flags &= !(dpdk_sys::RTE_MBUF_F_TX_L4_MASK
+            | dpdk_sys::RTE_MBUF_F_TX_IP_CKSUM
+            | dpdk_sys::RTE_MBUF_F_TX_IPV4
+            | dpdk_sys::RTE_MBUF_F_TX_IPV6);
+        true
     }
 
     /// Frees every mbuf in `bufs` with one `rte_pktmbuf_free_bulk` (which returns them to

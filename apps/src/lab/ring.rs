@@ -1,7 +1,7 @@
 //! The lab's real-cycles run: weir-gen on the worker lcore and the receiver
 //! ([`crate::sink::run_receiver`]) on the main lcore, joined by a DPDK ring pair: the
-//! set-up of `weir-bench e2e` ([`crate::bench_e2e::Rig`]: stamped payload, RX checksum
-//! offload modelled, writes of whole segments) with the GRO flush window as a parameter.
+//! set-up of `weir-bench e2e` ([`crate::bench_e2e::Rig`]: stamped payload, NIC checksum
+//! offloads modelled, writes of whole segments) with the GRO flush window as a parameter.
 //! One EAL per process.
 
 use anyhow::Result;
@@ -26,7 +26,7 @@ pub fn cycles_per_segment(
         for _ in 0..rounds.max(1) {
             let r = rig.run(
                 rig.gen_config(flows, secs, false, Interleave::Segment),
-                rig.pipeline_config(Some(w), flows),
+                rig.pipeline_config(Some(w), flows, true),
                 false,
                 true,
                 secs,
