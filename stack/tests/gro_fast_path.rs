@@ -5,7 +5,11 @@
 //! checksums verified by the NIC) with everything it gives back (IPv6, VLAN tags, SACK or
 //! MSS options, software checksums, corrupted checksums, frames not for us), and vary
 //! every field the merge rules compare (ACK, window, flags, TTL, TOS-free IP ID, TSval and
-//! TSecr up and down, sequence gaps, short segments).
+//! TSecr up and down, sequence gaps, short segments). `streaks_take_the_same_path_...`
+//! sends them in streaks of one flow, so that `handle_frame`'s same-run template (the
+//! header of a run's previous frame, compared in words) decides most frames; the two
+//! `..._is_not_continued_by_its_template` tests check that a flushed or evicted run's
+//! template is forgotten.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -320,4 +324,113 @@ proptest! {
         prop_assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
         prop_assert_eq!(da, db);
     }
+}
+
+/// Steps in streaks of one flow (a TSO train), so that runs of three or more segments of
+/// one flow take `handle_frame`'s same-run template, with any of the perturbations of
+/// [`step`] repeated within a streak.
+fn streaky() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec((step(), 1usize..12), 1..24).prop_map(|v| {
+        v.into_iter()
+            .flat_map(|(s, n)| {
+                (0..n).map(move |i| Step {
+                    end_burst: s.end_burst && i + 1 == n,
+                    gap_ns: if i == 0 { s.gap_ns } else { 0 },
+                    ..s.clone()
+                })
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn streaks_take_the_same_path_as_parsed_segments(
+        steps in streaky(),
+        flush_ns in prop_oneof![Just(0u64), Just(2_000u64), Just(100_000u64)],
+    ) {
+        let f = frames(&steps);
+        let (ua, sa, da, _) = run(&f, true, flush_ns);
+        let (ub, sb, db, _) = run(&f, false, flush_ns);
+        prop_assert_eq!(&ua, &ub);
+        prop_assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
+        prop_assert_eq!(da, db);
+    }
+}
+
+/// A full-sized, NIC-verified ACK of `flow`, contiguous with its last.
+fn plain(flow: u8, end_burst: bool) -> Step {
+    Step {
+        flow,
+        len: 1448,
+        seq_jump: 0,
+        flags: TcpFlags::ACK.0,
+        ack_bump: false,
+        window_bump: false,
+        ttl_bump: false,
+        ts: 0,
+        ip_id_step: 1,
+        csum: 0,
+        shape: 0,
+        gap_ns: 0,
+        end_burst,
+    }
+}
+
+/// Segments per unit, in output order.
+fn segs_of(units: &[Unit]) -> Vec<u16> {
+    units.iter().map(|u| u.7).collect()
+}
+
+#[test]
+fn flushed_run_is_not_continued_by_its_template() {
+    // Flow 0's run of three takes the template from its second segment; its time is up
+    // (flush_ns 2,000) before the flow's next, contiguous segment, which must start a new
+    // run, not join the flushed run through the template.
+    let mut later = plain(0, false);
+    later.gap_ns = 3_000;
+    let steps = [
+        plain(0, false),
+        plain(0, false),
+        plain(0, false),
+        later,
+        plain(0, true),
+    ];
+    let f = frames(&steps);
+    let (ua, sa, _, taken) = run(&f, true, 2_000);
+    let (ub, sb, _, _) = run(&f, false, 2_000);
+    assert_eq!(taken, 5);
+    assert_eq!(segs_of(&ua), vec![3, 2]);
+    assert_eq!(ua, ub);
+    assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
+}
+
+#[test]
+fn evicted_run_is_not_continued_by_its_template() {
+    // Four runs fill the table (max_flows 4); flow 0's, the oldest, holds the template and
+    // is evicted for flow 4's, which takes its slot. Flow 0's next segment must start a
+    // new run (evicting flow 1's), not join flow 4's run or the evicted one. (Flow 4's
+    // header differs from the template's, so this checks the outcome; the flush test
+    // above is the one that fails if a flush does not forget the template.)
+    let steps = [
+        plain(0, false),
+        plain(0, false),
+        plain(1, false),
+        plain(2, false),
+        plain(3, false),
+        plain(4, false),
+        plain(0, false),
+        plain(0, true),
+    ];
+    let f = frames(&steps);
+    let (ua, sa, _, _) = run(&f, true, 100_000);
+    let (ub, sb, _, _) = run(&f, false, 100_000);
+    assert_eq!(ua, ub);
+    assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
+    // Flow 0's evicted run of two, flow 1's evicted run of one, then the rest at the end.
+    assert_eq!(segs_of(&ua)[..2], [2, 1]);
+    let flow0: Vec<u16> = ua.iter().filter(|u| u.0 == ua[0].0).map(|u| u.7).collect();
+    assert_eq!(flow0, vec![2, 2]);
 }

@@ -78,6 +78,7 @@
 
 mod stats;
 mod table;
+mod template;
 
 #[cfg(test)]
 mod tests;
@@ -94,7 +95,8 @@ use crate::time::{Duration, Instant};
 use crate::wire::{
     FastTcpV4, LocalAddrs, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES,
 };
-use table::{FlowTable, Run, MAX_RUNS};
+use table::{FlowTable, Run, MAX_RUNS, NIL};
+use template::RunTemplate;
 
 /// GRO settings for one pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -422,6 +424,9 @@ pub struct Gro<B> {
     arrivals: Option<Box<[Instant]>>,
     /// The latest `now` seen (`flush_all` has none of its own).
     now: Instant,
+    /// The header of the last run [`Gro::handle_frame`] merged into, which its next frame
+    /// is compared against first (see `template.rs`); forgotten when the run is flushed.
+    template: RunTemplate,
 }
 
 impl<B: PacketBuf> Gro<B> {
@@ -446,6 +451,7 @@ impl<B: PacketBuf> Gro<B> {
             },
             arrivals,
             now: Instant::from_nanos(0),
+            template: RunTemplate::NONE,
         }
     }
 
@@ -488,6 +494,11 @@ impl<B: PacketBuf> Gro<B> {
     /// header words straight from the frame. Anything else is given back untouched, for
     /// [`crate::wire::parse_into`] and `handle_segment` (which count what is wrong with
     /// it, or handle the layouts this does not).
+    ///
+    /// Once a run has taken two frames in a row, its header is kept as a template: the
+    /// run's next frame is recognised by comparing its header words with it (only the
+    /// fields that change within a run are read and checked), with no parse, flow hash or
+    /// table lookup (`template.rs` says why that decides the same).
     #[inline]
     pub fn handle_frame(
         &mut self,
@@ -496,15 +507,96 @@ impl<B: PacketBuf> Gro<B> {
         local: &LocalAddrs,
         out: &mut impl FnMut(&mut Segment<B>),
     ) -> Result<(), B> {
+        let buf = if self.template.slot == NIL {
+            buf
+        } else {
+            match self.handle_same_run(now, buf, local, out) {
+                Ok(()) => {
+                    self.free_spent();
+                    return Ok(());
+                }
+                Err(buf) => buf,
+            }
+        };
         let Some(f) = FastTcpV4::parse(buf.data(), buf.rx_checksum(), local) else {
             return Err(buf);
         };
         let a = Arrival::of_fast(&f);
-        self.handle(now, &a, buf, out);
+        if let Some(s) = self.handle(now, &a, buf, out) {
+            // Merged and still held: the run's next frame is recognised by its header. Set
+            // once per run (the template is kept while it names this slot).
+            if self.template.slot != s {
+                self.set_template(s, local);
+            }
+        }
         self.free_spent();
         Ok(())
     }
 
+    /// Takes `buf` if it is the next segment of the template's run and may join it
+    /// (every check of `can_merge`, on the fields the template does not fix); otherwise
+    /// gives it back with nothing changed.
+    #[inline(never)]
+    fn handle_same_run(
+        &mut self,
+        now: Instant,
+        buf: B,
+        local: &LocalAddrs,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) -> Result<(), B> {
+        let t = &self.template;
+        if t.slot == NIL {
+            return Err(buf);
+        }
+        let Some(f) = t.matches(buf.data(), buf.rx_checksum(), local) else {
+            return Err(buf);
+        };
+        let (s, len, off, flags, df) = (t.slot, t.payload_len, t.payload_off, t.flags, t.df);
+        let run = self.table.run(s);
+        let ts = f.ts.unwrap_or_default();
+        let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
+            || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
+        let joins = f.seq == run.next_seq
+            && !ts_fell
+            && len <= run.gso_size
+            && ip_id_ok(run, f.ip_id, df)
+            && run.len + u32::from(len) <= self.cfg.max_bytes
+            && usize::from(run.segs) < MAX_CHAIN;
+        if !joins {
+            return Err(buf);
+        }
+        let slice = PayloadSlice { buf, off, len };
+        if let Err(slice) = self.cold[s as usize].payload.push(slice) {
+            return Err(slice.buf);
+        }
+        self.stats.segments_in += 1;
+        self.stats.held_segments += 1;
+        self.now = now;
+        self.merged(s, len, f.ip_id, flags, f.ts, out);
+        Ok(())
+    }
+
+    /// Remembers the frame just merged into the run in slot `s` (its last segment) as
+    /// the template for the run's next frames. Parses the frame again rather than taking
+    /// the caller's `FastTcpV4`: a reference to it would keep it in memory, and the
+    /// per-segment path would read its fields back through a store-forwarding stall.
+    #[cold]
+    fn set_template(&mut self, s: u32, local: &LocalAddrs) {
+        let t = self.cold[s as usize]
+            .payload
+            .slices()
+            .last()
+            .and_then(|sl| {
+                let frame = sl.buf.data();
+                let f = FastTcpV4::parse(frame, sl.buf.rx_checksum(), local)?;
+                RunTemplate::new(s, frame, &f, local)
+            });
+        self.template = t.unwrap_or(RunTemplate::NONE);
+    }
+
+    /// Returns the slot of the run `a` merged into if that run is still held and the
+    /// previous segment was of the same flow (a streak worth a template: with flows
+    /// interleaved segment by segment, a template would be replaced at every segment).
     #[inline(always)]
     fn handle(
         &mut self,
@@ -512,10 +604,11 @@ impl<B: PacketBuf> Gro<B> {
         a: &Arrival<'_>,
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
-    ) {
+    ) -> Option<u32> {
         self.stats.segments_in += 1;
         self.stats.held_segments += 1;
         self.now = now;
+        let prev = self.table.last();
         let held = self.table.find(a.hash, &a.flow);
 
         if a.flags.intersects(NEVER_MERGE) || a.ip_options || a.payload_len == 0 {
@@ -524,15 +617,15 @@ impl<B: PacketBuf> Gro<B> {
                 self.flush_slot(s, FlushReason::Gap, out);
             }
             self.emit_one(now, a, buf, FlushReason::Passthrough, out);
-            return;
+            return None;
         }
 
         let Some(s) = held else {
             self.start_run(now, a, buf, out);
-            return;
+            return None;
         };
         match self.can_merge(s, a) {
-            Ok(()) => self.merge(s, a, buf, out),
+            Ok(()) => (self.merge(s, a, buf, out) && prev == s).then_some(s),
             Err(why) => {
                 let reason = match why {
                     NoMerge::Full => FlushReason::Size,
@@ -540,6 +633,7 @@ impl<B: PacketBuf> Gro<B> {
                 };
                 self.flush_slot(s, reason, out);
                 self.start_run(now, a, buf, out);
+                None
             }
         }
     }
@@ -611,7 +705,8 @@ impl<B: PacketBuf> Gro<B> {
         // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
         let too_long = a.payload_len > run.gso_size;
         let gap = a.seq != run.next_seq;
-        let mismatch = a.sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, a);
+        let mismatch =
+            a.sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, a.ip_id, a.df);
         if mismatch {
             return Err(NoMerge::Mismatch);
         }
@@ -626,9 +721,16 @@ impl<B: PacketBuf> Gro<B> {
     }
 
     /// Appends `a`'s payload to the run in slot `s`; emits the run if this ends it.
-    /// Inlined: a call would store the arrival's words to memory only to read them back.
+    /// Returns whether the run is still held. Inlined: a call would store the arrival's
+    /// words to memory only to read them back.
     #[inline(always)]
-    fn merge(&mut self, s: u32, a: &Arrival<'_>, buf: B, out: &mut impl FnMut(&mut Segment<B>)) {
+    fn merge(
+        &mut self,
+        s: u32,
+        a: &Arrival<'_>,
+        buf: B,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) -> bool {
         let slice = PayloadSlice {
             buf,
             off: a.payload_off,
@@ -639,13 +741,28 @@ impl<B: PacketBuf> Gro<B> {
             let now = self.table.run(s).first_rx;
             self.flush_slot(s, FlushReason::Size, out);
             self.emit_one(now, a, slice.buf, FlushReason::Size, out);
-            return;
+            return false;
         }
-        let len = a.payload_len;
+        self.merged(s, a.payload_len, a.ip_id, a.flags, a.ts, out)
+    }
+
+    /// The run in slot `s` after a segment's payload (`len` bytes, IPv4 ID `ip_id`,
+    /// `flags`, timestamp `ts`) was appended to its chain: its bookkeeping, and its flush
+    /// if this ends it. Returns whether the run is still held.
+    #[inline(always)]
+    fn merged(
+        &mut self,
+        s: u32,
+        len: u16,
+        ip_id: u16,
+        flags: TcpFlags,
+        ts: Option<Timestamp>,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) -> bool {
         let cfg = self.cfg;
         let run = self.table.run_mut(s);
         let v4 = !run.flow.v6;
-        if v4 && run.segs == 1 && a.ip_id == run.ip_id {
+        if v4 && run.segs == 1 && ip_id == run.ip_id {
             run.fixed_id = true;
         }
         run.next_seq = run.next_seq.wrapping_add(u32::from(len));
@@ -655,20 +772,24 @@ impl<B: PacketBuf> Gro<B> {
         if let Some(a) = &mut self.arrivals {
             a[s as usize * MAX_CHAIN + i] = self.now;
         }
-        run.flags |= a.flags.0;
-        if let Some(t) = a.ts {
+        run.flags |= flags.0;
+        if let Some(t) = ts {
             run.tsval = t.tsval;
             run.tsecr = t.tsecr;
         }
-        let ended = if a.flags.intersects(ENDS_RUN) || len < run.gso_size {
+        let ended = if flags.intersects(ENDS_RUN) || len < run.gso_size {
             Some(FlushReason::Flags)
         } else if run.segs >= cfg.max_segs || run.len + u32::from(run.gso_size) > cfg.max_bytes {
             Some(FlushReason::Size)
         } else {
             None
         };
-        if let Some(reason) = ended {
-            self.flush_slot(s, reason, out);
+        match ended {
+            Some(reason) => {
+                self.flush_slot(s, reason, out);
+                false
+            }
+            None => true,
         }
     }
 
@@ -793,6 +914,10 @@ impl<B: PacketBuf> Gro<B> {
     fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
         // Unlinked first; the slot's fields stay as they are until the slot is reused.
         self.table.remove(s);
+        if self.template.slot == s {
+            // The template names the run, not the slot.
+            self.template = RunTemplate::NONE;
+        }
         let run = self.table.run(s);
         self.stats.record(reason, run.segs);
         if let (Some(a), Some(h)) = (&self.arrivals, &mut self.stats.hold_ns) {
@@ -854,12 +979,12 @@ fn mac_bytes(w: u64) -> [u8; 6] {
 /// makes the run "fixed ID"; then every ID must equal the first, otherwise each must be
 /// the first plus the number of segments held. IPv6 has no ID.
 #[inline]
-fn ip_id_ok(run: &Run, a: &Arrival<'_>) -> bool {
+fn ip_id_ok(run: &Run, ip_id: u16, df: bool) -> bool {
     if run.flow.v6 {
         return true;
     }
-    let delta = a.ip_id.wrapping_sub(run.ip_id);
-    let fixed = run.fixed_id || (run.segs == 1 && a.df && delta == 0);
+    let delta = ip_id.wrapping_sub(run.ip_id);
+    let fixed = run.fixed_id || (run.segs == 1 && df && delta == 0);
     delta == if fixed { 0 } else { run.segs }
 }
 

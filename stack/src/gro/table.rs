@@ -202,6 +202,12 @@ impl FlowTable {
         found
     }
 
+    /// The run most recently found or inserted, or [`NIL`].
+    #[inline]
+    pub(crate) fn last(&self) -> u32 {
+        self.last
+    }
+
     /// The slot holding `flow`'s run, if one is held.
     #[inline]
     pub(crate) fn lookup(&self, hash: u32, flow: &FlowWords) -> Option<u32> {
