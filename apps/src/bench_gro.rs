@@ -146,15 +146,14 @@ pub fn run(opts: &Options) -> Result<()> {
     let clock = Clock::new(&eal);
 
     let mut rows = Vec::new();
+    let pb = crate::progress::bar(
+        (patterns.len() * opts.flows.len() * opts.flush_ns.len()) as u64,
+        "weir-bench gro",
+    );
     for &pattern in &patterns {
         for &flows in &opts.flows {
             for &flush_ns in &opts.flush_ns {
-                if !json {
-                    eprint!(
-                        "\rweir-bench gro: {} {flows} flows {flush_ns} ns ...   ",
-                        pattern.name()
-                    );
-                }
+                pb.set_message(format!("{} {flows} flows {flush_ns} ns", pattern.name()));
                 rows.push(measure_row(
                     &eal,
                     pool,
@@ -165,12 +164,11 @@ pub fn run(opts: &Options) -> Result<()> {
                     opts.runs,
                     opts.only.as_deref(),
                 )?);
+                pb.inc(1);
             }
         }
     }
-    if !json {
-        eprintln!();
-    }
+    pb.finish_and_clear();
 
     if json {
         for r in &rows {

@@ -334,18 +334,27 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         // A real port: the receiving NIC gives its own checksum verdicts.
         nic_rx_checksum: false,
     };
+    let duration = cfg.duration;
     let mut sender = Sender::new(cfg);
     let quiet = args.quiet;
+    // A bar over the sending time when it is known (hidden when stderr is not a
+    // terminal; the per-second lines then go to stdout as before).
+    let pb = duration
+        .filter(|_| !quiet)
+        .map(|d| crate::progress::timed(d.as_nanos() as f64 / 1e9, "weir-gen sending"));
     let mut last = (0u64, 0u64);
     let mut tick = |s: &Sender, t: Duration| {
         if quiet {
             return;
         }
+        if let Some(pb) = &pb {
+            pb.set_position(t.as_nanos() / 1_000_000);
+        }
         let st = s.stats();
         let (segs, bytes) = (st.segments - last.0, st.bytes - last.1);
         last = (st.segments, st.bytes);
         let c = s.cwnd_summary();
-        println!(
+        let line = format!(
             "{:>6.1}s  {:>7.3} Gbit/s  {:>9} seg/s  {} ACKs  {} retx  established {} closed {}  cwnd median {}",
             t.as_nanos() as f64 / 1e9,
             bytes as f64 * 8.0 / 1e9,
@@ -356,6 +365,10 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
             st.closed,
             c.median
         );
+        match &pb {
+            Some(pb) if !pb.is_hidden() => pb.println(line),
+            _ => println!("{line}"),
+        }
     };
     let report = driver::run(
         &mut sender,
@@ -368,6 +381,9 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         },
     );
     drop(io);
+    if let Some(pb) = &pb {
+        pb.finish_and_clear();
+    }
     println!("{}", summary(&report));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report_json(&report))?;
