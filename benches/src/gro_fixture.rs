@@ -239,6 +239,11 @@ impl Generator {
         }
     }
 
+    /// Number of flows.
+    pub fn flows(&self) -> usize {
+        self.flows.len()
+    }
+
     /// Segments generated so far.
     pub fn fed(&self) -> u64 {
         self.fed
@@ -510,6 +515,12 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// Untimed bursts before each timed chunk: one pass over the flows (one burst per
+/// [`BURST`] flows, at least one).
+pub fn rewarm_bursts(gen: &Generator) -> u64 {
+    gen.flows().div_ceil(BURST).max(1) as u64
+}
+
 /// Times one or two implementations on the same input, interleaved: each lane runs
 /// `warmup` untimed bursts, then `chunks` times a chunk of `chunk_bursts` timed bursts,
 /// the lanes taking turns (`a` first on even chunks, `b` first on odd ones), then
@@ -524,6 +535,14 @@ pub fn median(v: &mut [f64]) -> f64 {
 /// scaling occasionally gave absurd single values.) Each chunk is long enough (64 bursts
 /// by default, 2,048 segments) that the other lane's chunk in between, a pause in this
 /// lane's clock, changes few runs even with a 100 µs window; it does so alike for both.
+///
+/// Before each timed chunk the lane re-warms, untimed, for one burst per 32 flows
+/// ([`rewarm_bursts`]): during the other lane's turn (53 ms for rte_gro at 4,096 flows)
+/// this lane's held runs all passed their deadline and its tables left the cache, and a
+/// receiver that has its lcore to itself never sees that. Without the re-warm the first
+/// bursts of every chunk flushed hundreds of cold runs at once, which at 4,096 flows and
+/// a 100 µs window added ~70 ns to each of weir's segments (`--only weir`: 114-168 ns,
+/// interleaved: 190-240). Both lanes re-warm alike.
 pub fn measure_interleaved<A: Receiver, B: Receiver>(
     mut a: Option<Lane<'_, A>>,
     mut b: Option<Lane<'_, B>>,
@@ -545,9 +564,11 @@ pub fn measure_interleaved<A: Receiver, B: Receiver>(
         for turn in 0..2 {
             if (k + turn) % 2 == 0 {
                 if let Some(l) = &mut a {
+                    run_bursts(l.rx, l.gen, rewarm_bursts(l.gen));
                     ca.push(run_bursts(l.rx, l.gen, chunk_bursts));
                 }
             } else if let Some(l) = &mut b {
+                run_bursts(l.rx, l.gen, rewarm_bursts(l.gen));
                 cb.push(run_bursts(l.rx, l.gen, chunk_bursts));
             }
         }
