@@ -93,7 +93,8 @@ use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
 use crate::wire::{
-    FastTcpV4, LocalAddrs, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES,
+    FastTcpV4, LocalAddrs, SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES,
+    MAX_SACK_BLOCKS,
 };
 use table::{FlowTable, Run, MAX_RUNS, NIL};
 use template::RunTemplate;
@@ -411,7 +412,15 @@ pub struct Gro<B> {
     /// Cold halves of the runs, indexed by the table's slots: the output segment each run
     /// is emitted as. `start_run` sets its sequence number and options, `merge` appends to
     /// its payload, `flush_slot` fills in the rest from the hot [`Run`] and hands it on.
+    /// Used from a run's second segment on (see `first`).
     cold: Box<[Segment<B>]>,
+    /// The first segment's payload of each run that holds one segment only, by slot. A
+    /// run of one (every run with flows interleaved segment by segment) is then emitted
+    /// from `one`, which stays in cache, and never touches its cold `Segment`: 4,096
+    /// cold segments are about 5 MiB. The run's second segment moves it to the cold
+    /// chain ([`Gro::spill_first`]).
+    /// (The buffer only: its offset is [`Run::first_off`], its length the run's.)
+    first: Box<[Option<B>]>,
     /// Where a segment that is not held is handed on from (a run of one).
     one: Segment<B>,
     /// Buffers of emitted units the consumer left, freed together
@@ -436,6 +445,7 @@ impl<B: PacketBuf> Gro<B> {
         let cfg = cfg.clamped();
         let table = FlowTable::new(cfg.max_flows);
         let cold = (0..table.capacity()).map(|_| Segment::empty()).collect();
+        let first = (0..table.capacity()).map(|_| None).collect();
         let arrivals = cfg
             .hold_histogram
             .then(|| vec![Instant::from_nanos(0); table.capacity() * MAX_CHAIN].into_boxed_slice());
@@ -443,6 +453,7 @@ impl<B: PacketBuf> Gro<B> {
             cfg,
             table,
             cold,
+            first,
             one: Segment::empty(),
             spent: ArrayVec::new(),
             stats: GroStats {
@@ -566,6 +577,8 @@ impl<B: PacketBuf> Gro<B> {
             return Err(buf);
         }
         let slice = PayloadSlice { buf, off, len };
+        // A template is set only once a run holds two segments: nothing to spill.
+        debug_assert!(self.first[s as usize].is_none());
         if let Err(slice) = self.cold[s as usize].payload.push(slice) {
             return Err(slice.buf);
         }
@@ -736,6 +749,9 @@ impl<B: PacketBuf> Gro<B> {
             off: a.payload_off,
             len: a.payload_len,
         };
+        if self.table.run(s).segs == 1 {
+            self.spill_first(s);
+        }
         if let Err(slice) = self.cold[s as usize].payload.push(slice) {
             // Unreachable (`can_merge` checks the chain's room); keep order and the data.
             let now = self.table.run(s).first_rx;
@@ -818,6 +834,11 @@ impl<B: PacketBuf> Gro<B> {
             self.flush_slot(v, FlushReason::Eviction, out);
         }
         let sig = &a.sig;
+        let first_opts = match (a.opts, a.ts) {
+            (Some(_), _) => FIRST_OPTS_COLD,
+            (None, None) => FIRST_OPTS_NONE,
+            (None, Some(_)) => FIRST_OPTS_TS,
+        };
         let filled = self.table.insert_with(hash, |r| {
             *r = Run {
                 flow: FlowKey::from_words(&a.flow),
@@ -836,6 +857,9 @@ impl<B: PacketBuf> Gro<B> {
                 flags: a.flags.0,
                 first_rx: now,
                 hash,
+                way: 0, // set by the table
+                first_opts,
+                first_off: a.payload_off,
             }
         });
         let Some(s) = filled else {
@@ -846,15 +870,35 @@ impl<B: PacketBuf> Gro<B> {
         if let Some(arr) = &mut self.arrivals {
             arr[s as usize * MAX_CHAIN] = now;
         }
-        let c = &mut self.cold[s as usize];
-        c.seq = SeqNumber(a.seq);
-        c.opts = a.opts();
-        // The chain is empty (emptied when the slot's last run was emitted).
-        let _ = c.payload.push(PayloadSlice {
-            buf,
-            off: a.payload_off,
-            len,
-        });
+        if first_opts == FIRST_OPTS_COLD {
+            // Options beyond the timestamp (the parsed path): the cold part keeps them.
+            self.cold[s as usize].opts = a.opts();
+        }
+        // Empty: taken when the slot's last run was spilled or emitted.
+        self.first[s as usize] = Some(buf);
+    }
+
+    /// Moves the first segment of the run in slot `s` (if it holds one only: `first[s]` is
+    /// `Some` exactly then) to its cold `Segment` (chain, sequence number, options), before
+    /// the run's second segment is appended, while the run's TSval/TSecr are still the
+    /// first segment's.
+    #[inline(always)]
+    fn spill_first(&mut self, s: u32) {
+        if let Some(buf) = self.first[s as usize].take() {
+            let run = self.table.run(s);
+            let sl = PayloadSlice {
+                buf,
+                off: run.first_off,
+                len: run.gso_size,
+            };
+            let c = &mut self.cold[s as usize];
+            c.seq = SeqNumber(run.next_seq.wrapping_sub(run.len));
+            if run.first_opts != FIRST_OPTS_COLD {
+                put_first_opts(run, &mut c.opts);
+            }
+            // The chain is empty (emptied when the slot's last run was emitted).
+            let _ = c.payload.push(sl);
+        }
     }
 
     /// Emits one segment as a run of one.
@@ -926,6 +970,43 @@ impl<B: PacketBuf> Gro<B> {
                 h.record(self.now.saturating_since(*t).as_nanos());
             }
         }
+        if let Some(buf) = self.first[s as usize].take() {
+            // A run of one: emitted from `one`, its cold part untouched.
+            let Gro {
+                table, cold, one, ..
+            } = self;
+            let run = table.run(s);
+            if run.first_opts == FIRST_OPTS_COLD {
+                one.opts = cold[s as usize].opts;
+            } else {
+                put_first_opts(run, &mut one.opts);
+            }
+            let sl = PayloadSlice {
+                buf,
+                off: run.first_off,
+                len: run.gso_size,
+            };
+            // Empty (emptied after the last unit), so there is room for one slice.
+            let _ = one.payload.push(sl);
+            one.flow = run.flow;
+            one.peer_mac = mac_bytes((run.mac >> 48) as u64);
+            one.local_mac = mac_bytes(run.mac as u64);
+            one.seq = SeqNumber(run.next_seq.wrapping_sub(run.len));
+            one.ack = SeqNumber((run.hdr >> 32) as u32);
+            one.flags = TcpFlags(run.flags);
+            one.window = (run.hdr >> 16) as u16;
+            one.ts_last = one.opts.timestamp.map(|_| Timestamp {
+                tsval: run.tsval,
+                tsecr: run.tsecr,
+            });
+            one.segs = run.segs;
+            one.gso_size = run.gso_size;
+            one.first_rx = run.first_rx;
+            out(one);
+            let Gro { one, spent, .. } = self;
+            retire(&mut one.payload, spent);
+            return;
+        }
         let c = &mut self.cold[s as usize];
         c.flow = run.flow;
         // Destination MAC in bytes 0..6 of `mac`, source in 6..12 (shifted out of the
@@ -948,6 +1029,42 @@ impl<B: PacketBuf> Gro<B> {
         // Whatever the consumer left is freed (in bulk, later in this call); the slot's
         // chain is empty for its next run.
         retire(&mut c.payload, &mut self.spent);
+    }
+}
+
+/// [`Run::first_opts`]: the first segment's options are in the cold `Segment` (parsed,
+/// possibly more than a timestamp).
+const FIRST_OPTS_COLD: u8 = 0;
+/// [`Run::first_opts`]: the first segment had no options.
+const FIRST_OPTS_NONE: u8 = 1;
+/// [`Run::first_opts`]: the first segment had only a timestamp, the run's TSval/TSecr
+/// while it holds one segment.
+const FIRST_OPTS_TS: u8 = 2;
+
+/// No options (a constant, so that writing it is a copy, not a build on the stack whose
+/// narrow stores stall the wide loads that copy it).
+const NO_OPTS: TcpOptions = TcpOptions {
+    mss: None,
+    wscale: None,
+    sack_permitted: false,
+    timestamp: None,
+    sack: [SackBlock {
+        left: SeqNumber(0),
+        right: SeqNumber(0),
+    }; MAX_SACK_BLOCKS],
+    sack_count: 0,
+};
+
+/// Writes the first segment's options of `run` (held with one segment, its options not
+/// [`FIRST_OPTS_COLD`]) to `dst`: none, or its timestamp.
+#[inline(always)]
+fn put_first_opts(run: &Run, dst: &mut TcpOptions) {
+    *dst = NO_OPTS;
+    if run.first_opts == FIRST_OPTS_TS {
+        dst.timestamp = Some(Timestamp {
+            tsval: run.tsval,
+            tsecr: run.tsecr,
+        });
     }
 }
 

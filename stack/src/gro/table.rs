@@ -87,6 +87,14 @@ pub(crate) struct Run {
     pub(crate) first_rx: Instant,
     /// `flow.hash32()`, to find the bucket again on removal.
     pub(crate) hash: u32,
+    /// The bucket way holding the run's slot (set by the table on insert), so removal
+    /// clears it without searching the bucket.
+    pub(crate) way: u8,
+    /// Where the first segment's options are, for the engine: in the cold part, or
+    /// rebuilt from this run (none, or only the timestamp).
+    pub(crate) first_opts: u8,
+    /// The first segment's payload offset in its buffer.
+    pub(crate) first_off: u16,
 }
 
 /// A run's neighbours in arrival order ([`NIL`] at the ends).
@@ -124,6 +132,9 @@ impl Run {
         flags: 0,
         first_rx: Instant::ZERO,
         hash: 0,
+        way: 0,
+        first_opts: 0,
+        first_off: 0,
     };
 }
 
@@ -140,7 +151,16 @@ pub(crate) struct FlowTable {
     /// The run most recently found or inserted, or [`NIL`]: checked before hashing, so a
     /// train of one flow's segments (a TSO burst) skips the hash and the bucket probe.
     last: u32,
+    /// Where the last lookup miss saw room: a bucket and an empty way in it (or
+    /// [`NO_WAY`]), so the insert that usually follows the miss neither searches the
+    /// bucket again nor scans it for room. Only a hint: removals only empty ways, and
+    /// `insert_with` checks the way is still empty before taking it.
+    hint_bucket: u32,
+    hint_way: u32,
 }
+
+/// "No empty way seen" in [`FlowTable::hint_way`].
+const NO_WAY: u32 = WAYS as u32;
 
 impl FlowTable {
     /// A table holding at most `capacity` runs (clamped to `1..=MAX_RUNS`).
@@ -165,6 +185,8 @@ impl FlowTable {
             head: NIL,
             tail: NIL,
             last: NIL,
+            hint_bucket: u32::MAX,
+            hint_way: NO_WAY,
         }
     }
 
@@ -195,11 +217,18 @@ impl FlowTable {
                 return Some(self.last);
             }
         }
-        let found = self.lookup(hash, flow);
-        if let Some(s) = found {
-            self.last = s;
+        let bi = self.bucket_of(hash);
+        match self.probe(bi, hash, flow) {
+            Ok(s) => {
+                self.last = s;
+                Some(s)
+            }
+            Err(w) => {
+                self.hint_bucket = bi as u32;
+                self.hint_way = w;
+                None
+            }
         }
-        found
     }
 
     /// The run most recently found or inserted, or [`NIL`].
@@ -209,14 +238,25 @@ impl FlowTable {
     }
 
     /// The slot holding `flow`'s run, if one is held.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn lookup(&self, hash: u32, flow: &FlowWords) -> Option<u32> {
-        let b = &self.buckets[self.bucket_of(hash)];
+        self.probe(self.bucket_of(hash), hash, flow).ok()
+    }
+
+    /// One pass over bucket `bi`'s line: `Ok(slot)` of `flow`'s run, or `Err(way)` with
+    /// the first empty way ([`NO_WAY`] when the bucket is full) for the insert that
+    /// usually follows a miss.
+    #[inline(always)]
+    fn probe(&self, bi: usize, hash: u32, flow: &FlowWords) -> Result<u32, u32> {
+        let b = &self.buckets[bi];
         // All eight hash compares at once (the compiler makes them two vector compares),
         // then the key check only for the ways whose hash matched: almost always one.
+        // The empty-way mask comes from the same line.
         let mut hits = 0u32;
-        for (w, &h) in b.hash.iter().enumerate() {
-            hits |= u32::from(h == hash) << w;
+        let mut empty = 0u32;
+        for w in 0..WAYS {
+            hits |= u32::from(b.hash[w] == hash) << w;
+            empty |= u32::from(b.slot[w] == NIL) << w;
         }
         while hits != 0 {
             let w = hits.trailing_zeros() as usize;
@@ -224,11 +264,12 @@ impl FlowTable {
             let s = b.slot[w];
             if let Some(r) = self.runs.get(s as usize) {
                 if flow.same(&r.flow) {
-                    return Some(s);
+                    return Ok(s);
                 }
             }
         }
-        None
+        // `trailing_zeros` of 0 is 32: clamp to NO_WAY.
+        Err(empty.trailing_zeros().min(NO_WAY))
     }
 
     /// The run that must be flushed before a run with `hash` can be inserted: the oldest
@@ -238,7 +279,13 @@ impl FlowTable {
         if self.free.is_empty() {
             return Some(self.head);
         }
-        let b = &self.buckets[self.bucket_of(hash)];
+        let bi = self.bucket_of(hash);
+        if bi as u32 == self.hint_bucket && self.hint_way != NO_WAY {
+            // The last miss saw an empty way here, and nothing was inserted since
+            // (removals only empty ways).
+            return None;
+        }
+        let b = &self.buckets[bi];
         if b.slot.contains(&NIL) {
             return None;
         }
@@ -268,10 +315,17 @@ impl FlowTable {
     pub(crate) fn insert_with(&mut self, hash: u32, fill: impl FnOnce(&mut Run)) -> Option<u32> {
         let bi = self.bucket_of(hash);
         let b = &mut self.buckets[bi];
-        let w = b.slot.iter().position(|&s| s == NIL)?;
+        let hinted = self.hint_way as usize;
+        let w = if bi as u32 == self.hint_bucket && b.slot.get(hinted) == Some(&NIL) {
+            hinted
+        } else {
+            b.slot.iter().position(|&s| s == NIL)?
+        };
         let s = self.free.pop()?;
         b.slot[w] = s;
         b.hash[w] = hash;
+        // The hint named this way: spent.
+        self.hint_bucket = u32::MAX;
         self.links[s as usize] = Link {
             prev: self.tail,
             next: NIL,
@@ -283,7 +337,9 @@ impl FlowTable {
         }
         self.tail = s;
         self.last = s;
-        fill(&mut self.runs[s as usize]);
+        let r = &mut self.runs[s as usize];
+        fill(r);
+        r.way = w as u8;
         Some(s)
     }
 
@@ -294,11 +350,10 @@ impl FlowTable {
         else {
             return;
         };
-        let hash = r.hash;
-        let bi = self.bucket_of(hash);
-        let b = &mut self.buckets[bi];
-        if let Some(w) = b.slot.iter().position(|&x| x == s) {
-            b.slot[w] = NIL;
+        let bi = self.bucket_of(r.hash);
+        let w = usize::from(r.way);
+        if let Some(x) = self.buckets[bi].slot.get_mut(w).filter(|x| **x == s) {
+            *x = NIL;
         }
         if prev == NIL {
             self.head = next;
@@ -310,10 +365,7 @@ impl FlowTable {
         } else {
             self.links[next as usize].prev = prev;
         }
-        self.links[s as usize] = Link {
-            prev: NIL,
-            next: NIL,
-        };
+        // The slot's link is left as it is: `insert_with` writes both fields.
         if self.last == s {
             self.last = NIL;
         }
