@@ -41,7 +41,7 @@ tapns_create
 trap 'tapns_cleanup; rm -rf "$work"' EXIT
 
 echo "== starting weir-sink in namespace $WEIR_NS"
-tapns_spawn "$work/sink.log" target/release/weir-sink --ip "$WEIR_IP4" --ip "$WEIR_IP6" \
+tapns_spawn "$work/sink.log" "${CARGO_TARGET_DIR:-target}/release/weir-sink" --ip "$WEIR_IP4" --ip "$WEIR_IP6" \
   --port 5001 --port 5002 --digest --stats-json "$stats_json" "${sink_args[@]}"
 sink_pid=$TAPNS_LAST_PID
 tapns_wait_tap 60 || { cat "$work/sink.log"; exit 1; }

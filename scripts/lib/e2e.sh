@@ -3,7 +3,7 @@
 # one weir-sink session per network namespace, kernel-side senders, and JSON checks.
 # Source after scripts/lib/tapns.sh.
 
-SINK=${SINK:-target/release/weir-sink}
+SINK=${SINK:-${CARGO_TARGET_DIR:-target}/release/weir-sink}
 passed=0 failed=0
 
 # e2e_init TOOLS...: fails loudly when the harness cannot run; builds weir-sink; makes $work.
