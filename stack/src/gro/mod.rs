@@ -988,48 +988,43 @@ impl<B: PacketBuf> Gro<B> {
             };
             // Empty (emptied after the last unit), so there is room for one slice.
             let _ = one.payload.push(sl);
-            one.flow = run.flow;
-            one.peer_mac = mac_bytes((run.mac >> 48) as u64);
-            one.local_mac = mac_bytes(run.mac as u64);
             one.seq = SeqNumber(run.next_seq.wrapping_sub(run.len));
-            one.ack = SeqNumber((run.hdr >> 32) as u32);
-            one.flags = TcpFlags(run.flags);
-            one.window = (run.hdr >> 16) as u16;
-            one.ts_last = one.opts.timestamp.map(|_| Timestamp {
-                tsval: run.tsval,
-                tsecr: run.tsecr,
-            });
-            one.segs = run.segs;
-            one.gso_size = run.gso_size;
-            one.first_rx = run.first_rx;
+            describe(one, run);
             out(one);
             let Gro { one, spent, .. } = self;
             retire(&mut one.payload, spent);
             return;
         }
         let c = &mut self.cold[s as usize];
-        c.flow = run.flow;
-        // Destination MAC in bytes 0..6 of `mac`, source in 6..12 (shifted out of the
-        // word, not read back from a byte array: that stalled on store forwarding).
-        c.peer_mac = mac_bytes((run.mac >> 48) as u64);
-        c.local_mac = mac_bytes(run.mac as u64);
-        c.ack = SeqNumber((run.hdr >> 32) as u32);
-        // First segment's flags | PSH/FIN of the rest: every other flag is identical
-        // across the run, so the OR of all is exactly Linux's result.
-        c.flags = TcpFlags(run.flags);
-        c.window = (run.hdr >> 16) as u16;
-        c.ts_last = c.opts.timestamp.map(|_| Timestamp {
-            tsval: run.tsval,
-            tsecr: run.tsecr,
-        });
-        c.segs = run.segs;
-        c.gso_size = run.gso_size;
-        c.first_rx = run.first_rx;
+        describe(c, run);
         out(c);
         // Whatever the consumer left is freed (in bulk, later in this call); the slot's
         // chain is empty for its next run.
         retire(&mut c.payload, &mut self.spent);
     }
+}
+
+/// Writes the run's header fields into the unit it is emitted as (`seq`, the options and
+/// the payload are already there).
+#[inline(always)]
+fn describe<B>(seg: &mut Segment<B>, run: &Run) {
+    seg.flow = run.flow;
+    // Destination MAC in bytes 0..6 of `mac`, source in 6..12 (shifted out of the word,
+    // not read back from a byte array: that stalled on store forwarding).
+    seg.peer_mac = mac_bytes((run.mac >> 48) as u64);
+    seg.local_mac = mac_bytes(run.mac as u64);
+    seg.ack = SeqNumber((run.hdr >> 32) as u32);
+    // First segment's flags | PSH/FIN of the rest: every other flag is identical across
+    // the run, so the OR of all is exactly Linux's result.
+    seg.flags = TcpFlags(run.flags);
+    seg.window = (run.hdr >> 16) as u16;
+    seg.ts_last = seg.opts.timestamp.map(|_| Timestamp {
+        tsval: run.tsval,
+        tsecr: run.tsecr,
+    });
+    seg.segs = run.segs;
+    seg.gso_size = run.gso_size;
+    seg.first_rx = run.first_rx;
 }
 
 /// [`Run::first_opts`]: the first segment's options are in the cold `Segment` (parsed,
