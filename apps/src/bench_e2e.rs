@@ -383,8 +383,8 @@ impl Rig {
 
 /// Starts weir-gen's `Sender` on worker lcore `worker` for about `secs` seconds (plus the
 /// close), storing its report in `report` and setting `stop` when it is done (the receiver
-/// on the main lcore stops then).
-fn launch_generator(
+/// on the main lcore stops then). The ring-transfer tests launch it the same way.
+pub fn launch_generator(
     eal: &Eal,
     worker: u32,
     mut io: GenIo,

@@ -5,14 +5,14 @@
 //! their starting in-use counts.
 
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use apps::gen::driver::{self, GenIo, GenReport, RunOpts};
+use apps::gen::driver::{GenIo, GenReport};
 use apps::gen::payload::{stream_digest_in, Payload, PERIOD};
 use apps::gen::pool::GenPool;
 use apps::gen::sender::HDR_LEN;
-use apps::gen::{GenConfig, Interleave, Sender};
+use apps::gen::{GenConfig, Interleave};
 use apps::sink::{run_receiver, ReceiverCore};
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use stack::ack::AckPolicy;
@@ -20,7 +20,6 @@ use stack::driver::{Burst, RxQueue};
 use stack::gro::GroConfig;
 use stack::pipeline::PipelineConfig;
 use stack::tcp::TcpConfig;
-use stack::time::Duration;
 use stack::wire::LocalAddrs;
 
 const FLOWS: u32 = 4;
@@ -90,7 +89,7 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
     cfg.validate().expect("config");
     let stop = Arc::new(AtomicBool::new(false));
     let report: Arc<Mutex<Option<GenReport>>> = Arc::new(Mutex::new(None));
-    let mut io = GenIo {
+    let io = GenIo {
         rx: gen_port.rx_queue(0).expect("rxq"),
         tx: gen_port.tx_queue(0).expect("txq"),
         pool: if stamped {
@@ -102,30 +101,9 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
         // Copied: the receiver verifies every checksum in software.
         nic_rx_checksum: stamped,
     };
-    let launched = {
-        let (stop, report) = (stop.clone(), report.clone());
-        eal.remote_launch(worker, move || {
-            let mut sender = Sender::new(cfg);
-            let never = AtomicBool::new(false);
-            let r = driver::run(
-                &mut sender,
-                &mut io,
-                RunOpts {
-                    stop: &never,
-                    close_grace: Duration::from_secs(10),
-                    max_runtime: Duration::from_secs(60),
-                    tick: None,
-                },
-            );
-            let (_, damaged) = io.pool.verify_stamps();
-            assert_eq!(r.stamps_damaged + damaged, 0, "stamps damaged");
-            drop(io);
-            *report.lock().expect("lock") = Some(r);
-            stop.store(true, Ordering::Relaxed);
-            0
-        })
-        .expect("launch")
-    };
+    // `secs` 30: the run ends when every flow has closed, within 30 + 30 s at most.
+    let launched = apps::bench_e2e::launch_generator(&eal, worker, io, cfg, 30.0, &stop, &report)
+        .expect("launch");
     let rx = run_receiver(ReceiverCore {
         rx: rx_port.rx_queue(0).expect("rxq"),
         tx: rx_port.tx_queue(0).expect("txq"),
@@ -145,6 +123,13 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
     .expect("receiver");
     assert_eq!(launched.join().expect("join"), 0);
     let g = report.lock().expect("lock").take().expect("report");
+    if stamped {
+        // Every stamped buffer, back in its pool, still carries its payload.
+        let pool =
+            GenPool::with_stamped(gen_pool.for_port(a), data_pool.for_port(a), stamp.clone());
+        let (_, damaged) = pool.verify_stamps();
+        assert_eq!(g.stamps_damaged + damaged, 0, "stamps damaged");
+    }
 
     // The generator: every flow closed cleanly, nothing lost on the ring.
     assert!(g.finished, "{g:?}");
