@@ -169,6 +169,19 @@ impl Mbuf {
         }
     }
 
+    /// Prefetches the first two cache lines of the data (a frame's Ethernet, IP and TCP
+    /// headers), to be read or written soon. Reads the mbuf's header for the address.
+    #[inline(always)]
+    pub fn prefetch_data(&self) {
+        let m = self.m();
+        let p = m
+            .buf_addr
+            .cast::<u8>()
+            .wrapping_add(usize::from(m.data_off));
+        prefetch_addr(p);
+        prefetch_addr(p.wrapping_add(64));
+    }
+
     /// Sets the data of a freshly allocated (reset, empty, one-segment) mbuf to its first
     /// `len` bytes, what `rte_pktmbuf_append` does for it; `false` (nothing changed) when
     /// the mbuf is not empty or `len` exceeds its tailroom.
@@ -437,6 +450,16 @@ impl PacketBuf for Mbuf {
             free(&mut raw);
         }
     }
+    /// The `rte_mbuf`'s first cache line (data address, lengths, flags).
+    #[inline(always)]
+    fn prefetch_descriptor(&self) {
+        prefetch_addr(self.as_ptr().cast_const().cast());
+    }
+    /// `prefetcht0` on x86_64; nothing elsewhere.
+    #[inline(always)]
+    fn prefetch<T>(x: &T) {
+        prefetch_addr((x as *const T).cast());
+    }
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
     }
@@ -482,6 +505,20 @@ impl<'a> Iterator for Segments<'a> {
             ))
         }
     }
+}
+
+/// `prefetcht0` of the cache line holding `p` on x86_64; nothing elsewhere.
+#[inline(always)]
+fn prefetch_addr(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, whatever the address (even one
+    // past a buffer's end), and writes nothing.
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]

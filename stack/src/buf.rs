@@ -78,6 +78,27 @@ pub trait PacketBuf {
     {
         bufs.for_each(drop);
     }
+
+    /// Hints that this buffer's own descriptor (its length and data address: DPDK's
+    /// `rte_mbuf`) will be read soon, without reading it. The default does nothing. The
+    /// pipeline calls it for a whole burst before handling the first frame: the
+    /// descriptors of frames a NIC or another core just wrote are cache misses, and
+    /// fetched together they overlap instead of costing one after another.
+    #[inline(always)]
+    fn prefetch_descriptor(&self) {}
+
+    /// Hints that the cache line holding `x` will be read soon: the platform's prefetch
+    /// instruction, which never faults and changes nothing. The default does nothing.
+    /// `stack` has no unsafe code, so the buffer type, its one link to the platform,
+    /// supplies it (as it supplies [`PacketBuf::free_bulk`]); the pipeline uses it to
+    /// fetch the next frame's header lines while it handles the current one.
+    #[inline(always)]
+    fn prefetch<T>(x: &T)
+    where
+        Self: Sized,
+    {
+        let _ = x;
+    }
 }
 
 /// A source of empty buffers for building packets (ACKs, SYN-ACKs, ARP replies).

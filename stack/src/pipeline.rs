@@ -99,6 +99,10 @@ impl<B: PacketBuf> Pipeline<B> {
     /// TCP, queues replies to ARP/ICMP/ND requests, drops (and counts) everything else, and
     /// at the end of the burst flushes the GRO runs that are due.
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
+        // The frames' descriptors are fetched together, while due runs are flushed.
+        for buf in burst.iter() {
+            buf.prefetch_descriptor();
+        }
         let tcp = &mut self.tcp;
         let mut deliver = |seg: &mut Segment<B>| tcp.handle_segment(now, seg);
         // Runs whose hold time is up leave before this burst is fed: a segment arriving
@@ -106,7 +110,19 @@ impl<B: PacketBuf> Pipeline<B> {
         if let Some(gro) = &mut self.gro {
             gro.flush_expired(now, &mut deliver);
         }
-        for buf in burst.drain(..) {
+        let mut frames = burst.drain(..).peekable();
+        while let Some(buf) = frames.next() {
+            // The next frame's header lines are fetched while this one is handled: a
+            // frame the NIC (or another core) just wrote is a cache miss on first touch.
+            if let Some(next) = frames.peek() {
+                let d = next.data();
+                if let Some(a) = d.first() {
+                    B::prefetch(a);
+                }
+                if let Some(b) = d.get(64) {
+                    B::prefetch(b);
+                }
+            }
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += buf.data().len() as u64;
             if !buf.is_contiguous() {
