@@ -254,3 +254,67 @@ impl BufPool for PortPool {
         Some(m)
     }
 }
+
+/// Mbufs a [`StashPool`] takes from its pool at a time.
+pub(crate) const STASH: usize = 32;
+
+/// A [`PortPool`] for a core's transmit buffers (ACKs) that takes [`STASH`] mbufs at a
+/// time with one `rte_pktmbuf_alloc_bulk` and prefetches their data lines, so building a
+/// frame in them does not wait on each line's first touch. Mbufs freed on another core
+/// (the peer that read the last ACKs, or a NIC's TX completion) are cache misses here
+/// otherwise, one per line, one frame after another; fetched together, the misses
+/// overlap. Holds at most [`STASH`] mbufs out of the pool; dropping it frees them.
+#[derive(Debug)]
+pub struct StashPool {
+    pool: PortPool,
+    stash: arrayvec::ArrayVec<Mbuf, STASH>,
+}
+
+impl StashPool {
+    /// An empty stash over `pool`.
+    pub fn new(pool: PortPool) -> StashPool {
+        StashPool {
+            pool,
+            stash: arrayvec::ArrayVec::new(),
+        }
+    }
+
+    /// The underlying pool.
+    pub fn mempool(&self) -> Mempool {
+        self.pool.pool
+    }
+
+    /// Mbufs taken from the pool and not handed out yet.
+    pub fn stashed(&self) -> usize {
+        self.stash.len()
+    }
+
+    /// An empty mbuf: from the stash, refilled with [`STASH`] at once when empty; one by
+    /// one when the pool has fewer than that free.
+    fn take(&mut self) -> Option<Mbuf> {
+        if let Some(m) = self.stash.pop() {
+            return Some(m);
+        }
+        if self.pool.pool.alloc_bulk(&mut self.stash, STASH) {
+            for m in &self.stash {
+                m.prefetch_data();
+            }
+            return self.stash.pop();
+        }
+        self.pool.pool.alloc_empty()
+    }
+}
+
+impl BufPool for StashPool {
+    type Buf = Mbuf;
+    fn alloc(&mut self, len: usize) -> Option<Mbuf> {
+        let len16 = u16::try_from(len).ok()?;
+        let mut m = self.take()?;
+        if !m.set_fresh_len(len16) {
+            // Too long for the data room: the mbuf goes back to the pool (dropped).
+            return None;
+        }
+        m.set_port(self.pool.port);
+        Some(m)
+    }
+}
