@@ -789,19 +789,24 @@ impl<B: PacketBuf> Conn<B> {
     pub(crate) fn consume(&mut self, n: u32, ctx: &mut Ctx<B>) -> u32 {
         let n = n.min(self.rxq_bytes);
         let mut left = n;
-        while left > 0 {
-            let Some(front) = self.rxq.front_mut() else {
+        // The slices read whole leave together: one bulk free, not a free per segment.
+        let mut whole = 0;
+        for sl in self.rxq.iter_mut() {
+            if left == 0 {
                 break;
-            };
-            let l = u32::from(front.len);
+            }
+            let l = u32::from(sl.len);
             if l <= left {
                 left -= l;
-                self.rxq.pop_front();
+                whole += 1;
             } else {
-                front.off += left as u16;
-                front.len -= left as u16;
+                sl.off += left as u16;
+                sl.len -= left as u16;
                 left = 0;
             }
+        }
+        if whole > 0 {
+            B::free_bulk(self.rxq.drain(..whole).map(|sl| sl.buf));
         }
         self.rxq_bytes -= n;
         self.readable_signalled = false;
