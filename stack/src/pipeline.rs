@@ -60,6 +60,23 @@ enum Ctl<B> {
     Neighbor(NeighborSolicit),
 }
 
+/// How many frames ahead of the one being handled [`Pipeline::handle_rx_burst`] fetches
+/// header lines.
+const PREFETCH_AHEAD: usize = 4;
+
+/// Prefetches the first two cache lines of `b`'s frame (Ethernet, IP, TCP and its
+/// options).
+#[inline(always)]
+fn prefetch_headers<B: PacketBuf>(b: &B) {
+    let d = b.data();
+    if let Some(x) = d.first() {
+        B::prefetch(x);
+    }
+    if let Some(x) = d.get(64) {
+        B::prefetch(x);
+    }
+}
+
 /// One core's receive pipeline. See the module documentation for the call order.
 pub struct Pipeline<B> {
     local: LocalAddrs,
@@ -110,18 +127,16 @@ impl<B: PacketBuf> Pipeline<B> {
         if let Some(gro) = &mut self.gro {
             gro.flush_expired(now, &mut deliver);
         }
-        let mut frames = burst.drain(..).peekable();
+        // Each frame's header lines are fetched PREFETCH_AHEAD frames before it is
+        // handled: a frame the NIC (or another core) just wrote is a cache miss on first
+        // touch, longer than the handling of one frame when GRO merges it into a run.
+        let mut frames = core::mem::take(burst).into_iter();
+        for b in frames.as_slice().iter().take(PREFETCH_AHEAD) {
+            prefetch_headers(b);
+        }
         while let Some(buf) = frames.next() {
-            // The next frame's header lines are fetched while this one is handled: a
-            // frame the NIC (or another core) just wrote is a cache miss on first touch.
-            if let Some(next) = frames.peek() {
-                let d = next.data();
-                if let Some(a) = d.first() {
-                    B::prefetch(a);
-                }
-                if let Some(b) = d.get(64) {
-                    B::prefetch(b);
-                }
+            if let Some(ahead) = frames.as_slice().get(PREFETCH_AHEAD - 1) {
+                prefetch_headers(ahead);
             }
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += buf.data().len() as u64;
