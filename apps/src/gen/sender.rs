@@ -82,6 +82,12 @@ struct Flow {
     hdr: [u8; HDR_LEN],
     /// Pseudo-header sum without the length.
     pseudo: u64,
+    /// Sums of `hdr`'s IPv4 and TCP headers over the fields every segment keeps (the
+    /// lengths, IP ID, checksums, sequence and ACK numbers, flags and timestamp values
+    /// taken as zero): a segment's checksums are these plus its own fields, computed
+    /// without reading back the header just written ([`fixed_sums`]).
+    ip_fixed: u64,
+    tcp_fixed: u64,
     iss: SeqNumber,
     /// The receiver's next expected sequence number (its ISS + 1, + 1 after its FIN).
     rcv_nxt: SeqNumber,
@@ -258,9 +264,12 @@ impl Sender {
             };
             let mut hdr = [0u8; HDR_LEN];
             frame.emit(&[], &mut hdr);
+            let (ip_fixed, tcp_fixed) = fixed_sums(&hdr);
             flows.push(Flow {
                 hdr,
                 pseudo: checksum::pseudo_v4(src_ip.octets(), cfg.dst_ip.octets(), 6, 0),
+                ip_fixed,
+                tcp_fixed,
                 iss: SeqNumber(x as u32),
                 rcv_nxt: SeqNumber(0),
                 state: State::Waiting,
@@ -1072,7 +1081,8 @@ impl Sender {
         d[..HDR_LEN].copy_from_slice(&f.hdr);
         let tcp_len = (TCP_HDR_LEN + len) as u16;
         d[IP + 2..IP + 4].copy_from_slice(&(20 + tcp_len).to_be_bytes());
-        d[IP + 4..IP + 6].copy_from_slice(&f.ip_id.to_be_bytes());
+        let ip_id = f.ip_id;
+        d[IP + 4..IP + 6].copy_from_slice(&ip_id.to_be_bytes());
         f.ip_id = f.ip_id.wrapping_add(1);
         let seq = f.iss + 1 + off as usize;
         d[TCP + 4..TCP + 8].copy_from_slice(&seq.get().to_be_bytes());
@@ -1101,14 +1111,45 @@ impl Sender {
         if offload {
             d[TCP + 16..TCP + 18].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
         } else {
-            let ip_sum = checksum::checksum(&d[IP..TCP]);
-            d[IP + 10..IP + 12].copy_from_slice(&ip_sum.to_be_bytes());
-            let hdr = checksum::add(pseudo, &d[TCP..HDR_LEN]);
+            // From the flow's fixed sums and this segment's fields: reading back the
+            // header just written would wait for its stores (and for the line, when
+            // another core freed the mbuf).
+            let words = |x: u32| u64::from(x >> 16) + u64::from(x & 0xffff);
+            let ip = f.ip_fixed + u64::from(20 + tcp_len) + u64::from(ip_id);
+            d[IP + 10..IP + 12].copy_from_slice(&(!checksum::fold(ip)).to_be_bytes());
+            let hdr = pseudo
+                + f.tcp_fixed
+                + words(seq.get())
+                + words(f.rcv_nxt.get())
+                + u64::from(flags.0)
+                + words(ts)
+                + words(f.ts_recent);
             let sum = hdr + u64::from(self.payload.sum(off, len));
             d[TCP + 16..TCP + 18].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
         }
         Some(b)
     }
+}
+
+/// The sums of `hdr`'s IPv4 header and TCP header (with options) over the fields that
+/// are the same in every segment of the flow: the total length, IP ID, both checksums,
+/// the sequence and ACK numbers, the flags byte, TSval and TSecr are taken as zero.
+fn fixed_sums(hdr: &[u8; HDR_LEN]) -> (u64, u64) {
+    let mut h = *hdr;
+    for r in [
+        IP + 2..IP + 6,     // total length, ID
+        IP + 10..IP + 12,   // header checksum
+        TCP + 4..TCP + 12,  // sequence and ACK numbers
+        TCP + 13..TCP + 14, // flags
+        TCP + 16..TCP + 18, // checksum
+        TSVAL..TSECR + 4,
+    ] {
+        h[r].fill(0);
+    }
+    (
+        checksum::add(0, &h[IP..TCP]),
+        checksum::add(0, &h[TCP..HDR_LEN]),
+    )
 }
 
 /// What [`Sender::next_segment`] produced.
