@@ -37,7 +37,7 @@ pub use clock::Clock;
 pub use eal::{Eal, Launched};
 pub use error::{Error, Result};
 pub use mbuf::{Mbuf, PacketType, Segments};
-pub use mempool::{Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM};
+pub use mempool::{Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM, STASH};
 pub use port::{
     tx_csum_caps, DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats,
     PortTxQueue, TxCsumCaps,

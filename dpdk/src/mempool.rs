@@ -256,7 +256,7 @@ impl BufPool for PortPool {
 }
 
 /// Mbufs a [`StashPool`] takes from its pool at a time.
-pub(crate) const STASH: usize = 32;
+pub const STASH: usize = 32;
 
 /// A [`PortPool`] for a core's transmit buffers (ACKs) that takes [`STASH`] mbufs at a
 /// time with one `rte_pktmbuf_alloc_bulk` and prefetches their data lines, so building a

@@ -1,6 +1,6 @@
 //! The lab's real-cycles run: weir-gen on the worker lcore and the receiver
 //! ([`crate::sink::run_receiver`]) on the main lcore, joined by a DPDK ring pair: the
-//! set-up of `weir-bench e2e` ([`crate::bench_e2e::Rig`]: stamped payload, NIC checksum
+//! set-up of `weir-bench e2e` (`bench_e2e::Rig`: stamped payload, NIC checksum
 //! offloads modelled, writes of whole segments) with the GRO flush window as a parameter.
 //! One EAL per process.
 

@@ -501,7 +501,7 @@ impl<B: PacketBuf> Gro<B> {
     /// Takes one received frame if it has the parser's fast-path layout (untagged IPv4
     /// without options, TCP with no options or NOP NOP TS, checksums verified by the NIC,
     /// addressed to `local`: [`FastTcpV4::parse`]) and handles it as
-    /// [`Gro::handle_segment`] would handle [`crate::wire::parse`]'s result, reading the
+    /// [`Gro::handle_segment`] would handle [`crate::wire::parse()`]'s result, reading the
     /// header words straight from the frame. Anything else is given back untouched, for
     /// [`crate::wire::parse_into`] and `handle_segment` (which count what is wrong with
     /// it, or handle the layouts this does not).

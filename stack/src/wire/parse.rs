@@ -383,7 +383,7 @@ impl FastTcpV4 {
     }
 
     /// `frame` read at fixed offsets, if it has the common layout (see
-    /// [`parse_tcp_v4_fast`]); `None` for anything else, which [`parse_into`] then checks
+    /// `parse_tcp_v4_fast`); `None` for anything else, which [`parse_into`] then checks
     /// in wire order. Every check of the full path that applies to this layout is made
     /// here too; each field is read once, at its fixed offset.
     #[inline(always)]
