@@ -509,7 +509,7 @@ impl<'a> Iterator for Segments<'a> {
 
 /// `prefetcht0` of the cache line holding `p` on x86_64; nothing elsewhere.
 #[inline(always)]
-fn prefetch_addr(p: *const u8) {
+pub(crate) fn prefetch_addr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint: it never faults, whatever the address (even one
     // past a buffer's end), and writes nothing.

@@ -258,17 +258,30 @@ impl BufPool for PortPool {
 /// Mbufs a [`StashPool`] takes from its pool at a time.
 pub const STASH: usize = 32;
 
-/// A [`PortPool`] for a core's transmit buffers (ACKs) that takes [`STASH`] mbufs at a
-/// time with one `rte_pktmbuf_alloc_bulk` and prefetches their data lines, so building a
-/// frame in them does not wait on each line's first touch. Mbufs freed on another core
-/// (the peer that read the last ACKs, or a NIC's TX completion) are cache misses here
-/// otherwise, one per line, one frame after another; fetched together, the misses
-/// overlap. Holds at most [`STASH`] mbufs out of the pool; dropping it frees them.
+/// A [`PortPool`] for a core's transmit buffers (ACKs, a generator's segments) that takes
+/// mbufs from its pool [`STASH`] at a time, a batch ahead: each refill takes the next batch
+/// out of the pool and prefetches its descriptors, and resets (and hands out) the batch
+/// taken at the refill before, whose lines have arrived by then. Mbufs freed on another
+/// core (the peer that read the last ACKs, or a NIC's TX completion) are a cache miss per
+/// line otherwise, waited for one after another by `rte_pktmbuf_alloc` (and by the reset
+/// loop of `rte_pktmbuf_alloc_bulk`). Holds at most 2 x [`STASH`] mbufs out of the pool;
+/// dropping it returns them. When the pool runs short it allocates one at a time.
 #[derive(Debug)]
 pub struct StashPool {
     pool: PortPool,
+    /// Reset, ready to hand out.
     stash: arrayvec::ArrayVec<Mbuf, STASH>,
+    /// Taken from the pool at the last refill, descriptors prefetched, not reset yet.
+    staged: Staged,
 }
+
+/// Free mbufs taken out of a pool with `rte_mempool_get_bulk` and not reset yet.
+#[derive(Debug, Default)]
+struct Staged(arrayvec::ArrayVec<NonNull<dpdk_sys::rte_mbuf>, STASH>);
+
+// SAFETY: the mbufs are owned exclusively by the StashPool holding them (taken out of the
+// pool, not shared), like an Mbuf, which is Send.
+unsafe impl Send for Staged {}
 
 impl StashPool {
     /// An empty stash over `pool`.
@@ -276,6 +289,7 @@ impl StashPool {
         StashPool {
             pool,
             stash: arrayvec::ArrayVec::new(),
+            staged: Staged::default(),
         }
     }
 
@@ -286,22 +300,72 @@ impl StashPool {
 
     /// Mbufs taken from the pool and not handed out yet.
     pub fn stashed(&self) -> usize {
-        self.stash.len()
+        self.stash.len() + self.staged.0.len()
     }
 
-    /// An empty mbuf: from the stash, refilled with [`STASH`] at once when empty; one by
-    /// one when the pool has fewer than that free.
+    /// An empty mbuf: from the stash, refilled when empty; one by one when the pool has
+    /// fewer than [`STASH`] free.
     fn take(&mut self) -> Option<Mbuf> {
         if let Some(m) = self.stash.pop() {
             return Some(m);
         }
-        if self.pool.pool.alloc_bulk(&mut self.stash, STASH) {
-            for m in &self.stash {
-                m.prefetch_data();
-            }
-            return self.stash.pop();
+        self.refill();
+        self.stash.pop().or_else(|| self.pool.pool.alloc_empty())
+    }
+
+    /// Moves the staged batch to the stash (reset, data lines prefetched) and stages the
+    /// next one (descriptor lines prefetched).
+    fn refill(&mut self) {
+        for raw in self.staged.0.drain(..) {
+            // SAFETY: a free mbuf of this pktmbuf pool, taken with rte_mempool_get_bulk and
+            // owned by nobody else: resetting it is what rte_pktmbuf_alloc does after its
+            // get, and then it is ours to wrap.
+            let m = unsafe {
+                dpdk_sys::rte_pktmbuf_reset(raw.as_ptr());
+                Mbuf::from_raw(raw)
+            };
+            m.prefetch_data();
+            self.stash.push(m);
         }
-        self.pool.pool.alloc_empty()
+        let mut raw = [std::ptr::null_mut::<std::ffi::c_void>(); STASH];
+        // SAFETY: the pool is valid; `raw` has room for STASH pointers, and
+        // rte_mempool_get_bulk fills all of them or none.
+        let got = unsafe {
+            dpdk_sys::rte_mempool_get_bulk(
+                self.pool.pool.raw.as_ptr(),
+                raw.as_mut_ptr(),
+                STASH as u32,
+            )
+        } == 0;
+        if got {
+            for p in raw {
+                if let Some(m) = NonNull::new(p.cast::<dpdk_sys::rte_mbuf>()) {
+                    let line = m.as_ptr().cast::<u8>().cast_const();
+                    crate::mbuf::prefetch_addr(line);
+                    crate::mbuf::prefetch_addr(line.wrapping_add(64));
+                    self.staged.0.push(m);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StashPool {
+    fn drop(&mut self) {
+        if self.staged.0.is_empty() {
+            return;
+        }
+        // SAFETY: the staged mbufs were taken from this pool with rte_mempool_get_bulk
+        // and never used (not reset, not handed out): they go back as they came. NonNull
+        // is one pointer, so the slice is an array of object pointers.
+        unsafe {
+            dpdk_sys::rte_mempool_put_bulk(
+                self.pool.pool.raw.as_ptr(),
+                self.staged.0.as_ptr().cast(),
+                self.staged.0.len() as u32,
+            );
+        }
+        self.staged.0.clear();
     }
 }
 
