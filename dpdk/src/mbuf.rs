@@ -173,11 +173,7 @@ impl Mbuf {
     /// headers), to be read or written soon. Reads the mbuf's header for the address.
     #[inline(always)]
     pub fn prefetch_data(&self) {
-        let m = self.m();
-        let p = m
-            .buf_addr
-            .cast::<u8>()
-            .wrapping_add(usize::from(m.data_off));
+        let p = self.data().as_ptr();
         prefetch_addr(p);
         prefetch_addr(p.wrapping_add(64));
     }
@@ -455,10 +451,9 @@ impl PacketBuf for Mbuf {
     fn prefetch_descriptor(&self) {
         prefetch_addr(self.as_ptr().cast_const().cast());
     }
-    /// `prefetcht0` on x86_64; nothing elsewhere.
     #[inline(always)]
-    fn prefetch<T>(x: &T) {
-        prefetch_addr((x as *const T).cast());
+    fn prefetch_data(&self) {
+        Mbuf::prefetch_data(self);
     }
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)

@@ -87,18 +87,14 @@ pub trait PacketBuf {
     #[inline(always)]
     fn prefetch_descriptor(&self) {}
 
-    /// Hints that the cache line holding `x` will be read soon: the platform's prefetch
-    /// instruction, which never faults and changes nothing. The default does nothing.
-    /// `stack` has no unsafe code, so the buffer type, its one link to the platform,
-    /// supplies it (as it supplies [`PacketBuf::free_bulk`]); the pipeline uses it to
-    /// fetch the next frame's header lines while it handles the current one.
+    /// Hints that the frame's first two cache lines (its Ethernet, IP and TCP headers)
+    /// will be read soon: the platform's prefetch instruction, which never faults and
+    /// changes nothing. The default does nothing. `stack` has no unsafe code, so the
+    /// buffer type, its one link to the platform, supplies it (as it supplies
+    /// [`PacketBuf::free_bulk`]); the pipeline fetches each frame's headers a few frames
+    /// before it handles it.
     #[inline(always)]
-    fn prefetch<T>(x: &T)
-    where
-        Self: Sized,
-    {
-        let _ = x;
-    }
+    fn prefetch_data(&self) {}
 }
 
 /// A source of empty buffers for building packets (ACKs, SYN-ACKs, ARP replies).

@@ -64,19 +64,6 @@ enum Ctl<B> {
 /// header lines.
 const PREFETCH_AHEAD: usize = 4;
 
-/// Prefetches the first two cache lines of `b`'s frame (Ethernet, IP, TCP and its
-/// options).
-#[inline(always)]
-fn prefetch_headers<B: PacketBuf>(b: &B) {
-    let d = b.data();
-    if let Some(x) = d.first() {
-        B::prefetch(x);
-    }
-    if let Some(x) = d.get(64) {
-        B::prefetch(x);
-    }
-}
-
 /// One core's receive pipeline. See the module documentation for the call order.
 pub struct Pipeline<B> {
     local: LocalAddrs,
@@ -132,11 +119,11 @@ impl<B: PacketBuf> Pipeline<B> {
         // touch, longer than the handling of one frame when GRO merges it into a run.
         let mut frames = core::mem::take(burst).into_iter();
         for b in frames.as_slice().iter().take(PREFETCH_AHEAD) {
-            prefetch_headers(b);
+            b.prefetch_data();
         }
         while let Some(buf) = frames.next() {
             if let Some(ahead) = frames.as_slice().get(PREFETCH_AHEAD - 1) {
-                prefetch_headers(ahead);
+                ahead.prefetch_data();
             }
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += buf.data().len() as u64;
