@@ -95,6 +95,15 @@ pub trait PacketBuf {
     /// before it handles it.
     #[inline(always)]
     fn prefetch_data(&self) {}
+
+    /// Hints that this buffer will be freed soon: the lines its allocator's free reads,
+    /// without reading them. The default does nothing; an mbuf fetches both descriptor
+    /// lines (`rte_pktmbuf_free_bulk` reads the reference count and pool in the first,
+    /// the next-segment pointer in the second). GRO calls it on the buffers it gathers
+    /// for one bulk free: a run flushed by its timer has sat long enough for them to
+    /// leave L1 (issue 3: 4,096 flows at a 100 µs window, about 3% per segment).
+    #[inline(always)]
+    fn prefetch_for_free(&self) {}
 }
 
 /// A source of empty buffers for building packets (ACKs, SYN-ACKs, ARP replies).

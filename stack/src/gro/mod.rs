@@ -1074,6 +1074,9 @@ fn retire<B: PacketBuf>(
         B::free_bulk(spent.drain(..));
     }
     for sl in payload.drain() {
+        // Freed in bulk a few units later (at the latest when the public call returns):
+        // a run that expired after a long hold has its buffer's lines out of L1.
+        sl.buf.prefetch_for_free();
         // Fits: at most MAX_CHAIN slices, and `spent` had room for them.
         let _ = spent.try_push(sl.buf);
     }
