@@ -542,7 +542,8 @@ pub fn rewarm_bursts(gen: &Generator) -> u64 {
 /// receiver that has its lcore to itself never sees that. Without the re-warm the first
 /// bursts of every chunk flushed hundreds of cold runs at once, which at 4,096 flows and
 /// a 100 µs window added ~70 ns to each of weir's segments (`--only weir`: 114-168 ns,
-/// interleaved: 190-240). Both lanes re-warm alike.
+/// interleaved: 190-240). Both lanes re-warm alike, for the larger of their two counts
+/// (lanes with different flow counts: weir at 1 flow against weir at 4,096).
 pub fn measure_interleaved<A: Receiver, B: Receiver>(
     mut a: Option<Lane<'_, A>>,
     mut b: Option<Lane<'_, B>>,
@@ -557,6 +558,14 @@ pub fn measure_interleaved<A: Receiver, B: Receiver>(
     if let Some(l) = &mut b {
         run_bursts(l.rx, l.gen, warmup);
     }
+    // The same re-warm for both lanes (the larger of their own): a 1-flow lane compared
+    // with a 4,096-flow one gets as long to bring its lines back as the other.
+    let rewarm = [a.as_ref().map(|l| &*l.gen), b.as_ref().map(|l| &*l.gen)]
+        .into_iter()
+        .flatten()
+        .map(rewarm_bursts)
+        .max()
+        .unwrap_or(1);
     let chunks = chunks.max(1);
     let (mut ca, mut cb) = (Vec::with_capacity(chunks), Vec::with_capacity(chunks));
     let (cpu0, t0) = (thread_cpu_ns(), Clock::cycles());
@@ -564,11 +573,11 @@ pub fn measure_interleaved<A: Receiver, B: Receiver>(
         for turn in 0..2 {
             if (k + turn) % 2 == 0 {
                 if let Some(l) = &mut a {
-                    run_bursts(l.rx, l.gen, rewarm_bursts(l.gen));
+                    run_bursts(l.rx, l.gen, rewarm);
                     ca.push(run_bursts(l.rx, l.gen, chunk_bursts));
                 }
             } else if let Some(l) = &mut b {
-                run_bursts(l.rx, l.gen, rewarm_bursts(l.gen));
+                run_bursts(l.rx, l.gen, rewarm);
                 cb.push(run_bursts(l.rx, l.gen, chunk_bursts));
             }
         }
