@@ -34,6 +34,27 @@ e2e_finish() {
   [ "$failed" -eq 0 ]
 }
 
+# wait_senders_done SECONDS: waits until no kernel TCP socket in the namespace still has
+# data or a FIN that weir has not acknowledged (every connection to $WEIR_IP4 is gone or in
+# FIN-WAIT-2 / TIME-WAIT). A sender such as socat exits as soon as its last write is in
+# the kernel's send buffer; through 1% loss the tail can still be in retransmission (an
+# RTO or two) a second later, and stopping weir-sink then cut the transfer short. Fails
+# when SECONDS pass first (the transfer is stuck), listing the sockets left.
+wait_senders_done() {
+  local deadline=$((SECONDS + $1)) left
+  while :; do
+    left=$(ip netns exec "$WEIR_NS" ss -Htna dst "$WEIR_IP4" |
+      awk '$1 != "TIME-WAIT" && $1 != "FIN-WAIT-2" && $1 != "LISTEN"')
+    [ -z "$left" ] && return 0
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "  kernel senders still busy after $1 s:" >&2
+      echo "$left" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
 # session NAME [weir-sink options...]: one weir-sink in a new namespace (in a subshell),
 # driven by the function named in $BODY (called with NAME), stopped with SIGINT. Its
 # JSON is $work/NAME.json, its log $work/NAME.log.
@@ -47,6 +68,7 @@ session() {
     tapns_wait_tap 60
     tapns_wait_reachable "$WEIR_IP4" 30
     "$BODY" "$name"
+    wait_senders_done 60
     sleep 0.5
     kill -INT "$pid"
     wait "$pid"
