@@ -10,8 +10,8 @@
 
 use anyhow::{Context, Result};
 use benches::gro_fixture::{
-    eal_args, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Pattern, RteGro,
-    WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
+    eal_args_with, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Memory,
+    Pattern, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
 };
 use dpdk::{Clock, Eal, Mempool};
 use serde_json::json;
@@ -34,6 +34,8 @@ pub struct Options {
     pub runs: usize,
     /// Only this implementation (`weir` or `rte_gro`): for profiling one side.
     pub only: Option<String>,
+    /// Where DPDK's memory comes from (`--hugepages`: 2 MiB pages, reserved beforehand).
+    pub memory: Memory,
 }
 
 impl Default for Options {
@@ -45,6 +47,7 @@ impl Default for Options {
             flush_ns: FLUSH_NS.to_vec(),
             runs: REPEATS,
             only: None,
+            memory: Memory::NoHuge,
         }
     }
 }
@@ -202,7 +205,12 @@ pub fn run(opts: &Options) -> Result<()> {
             "--only takes weir or rte_gro, not {o:?}"
         );
     }
-    let eal = Eal::init(eal_args("gro")).context("initialising the EAL")?;
+    let eal = Eal::init(eal_args_with("gro", opts.memory)).with_context(|| match opts.memory {
+        Memory::NoHuge => "initialising the EAL".to_string(),
+        Memory::Hugepages => "initialising the EAL on hugepages (are 2 MiB pages reserved and \
+                              hugetlbfs mounted? scripts/setup-hugepages.sh does both)"
+            .to_string(),
+    })?;
     let pool = prepare_pool(&eal, "weir-bench-gro").context("creating the mbuf pool")?;
     let clock = Clock::new(&eal);
 
@@ -267,16 +275,17 @@ pub fn run(opts: &Options) -> Result<()> {
             }
         }
     } else {
-        print_table(&rows, opts.runs);
+        print_table(&rows, opts.runs, opts.memory);
     }
     print_targets(&rows, &scaling, json);
     Ok(())
 }
 
-fn print_table(rows: &[Row], runs: usize) {
+fn print_table(rows: &[Row], runs: usize, memory: Memory) {
     println!(
         "weir-bench gro: medians of {runs} interleaved chunks of {SEGMENTS} segments (bursts \
-         of {BURST}, 1448-byte payloads, TSC; {})",
+         of {BURST}, 1448-byte payloads, TSC, {}; {})",
+        memory.describe(),
         load()
     );
     println!(

@@ -120,17 +120,45 @@ impl Pattern {
 /// EAL arguments for a benchmark process: no PCI probing, no hugepages, 1 GiB, a file
 /// prefix unique to the process, one lcore.
 pub fn eal_args(tag: &str) -> Vec<String> {
-    vec![
-        format!("weir-bench-{tag}"),
-        "--no-pci".into(),
-        "--no-huge".into(),
-        "-m".into(),
-        "1024".into(),
+    eal_args_with(tag, Memory::NoHuge)
+}
+
+/// Where a benchmark's DPDK memory (the mbufs, `rte_gro`'s tables) comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// `--no-huge`: anonymous 4 KiB pages, 1 GiB; runs anywhere (CI, a laptop).
+    NoHuge,
+    /// 2 MiB hugepages from hugetlbfs, allocated as needed, as DPDK is deployed; they must
+    /// be reserved first (`scripts/setup-hugepages.sh`). Mbuf-heavy rows miss the TLB
+    /// far less: hundreds of held mbufs are hundreds of 4 KiB pages but a few 2 MiB ones.
+    Hugepages,
+}
+
+impl Memory {
+    /// How the report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Memory::NoHuge => "4 KiB pages (--no-huge)",
+            Memory::Hugepages => "2 MiB hugepages",
+        }
+    }
+}
+
+/// [`eal_args`] with the memory `memory` says.
+pub fn eal_args_with(tag: &str, memory: Memory) -> Vec<String> {
+    let mut a = vec![format!("weir-bench-{tag}"), "--no-pci".into()];
+    match memory {
+        Memory::NoHuge => a.extend(["--no-huge".into(), "-m".into(), "1024".into()]),
+        // No hugepage files left behind when the process ends.
+        Memory::Hugepages => a.push("--huge-unlink".into()),
+    }
+    a.extend([
         format!("--file-prefix=weir-bench-{tag}-{}", std::process::id()),
         "-l".into(),
         "0".into(),
         "--log-level=lib.eal:warning".into(),
-    ]
+    ]);
+    a
 }
 
 /// weir's addresses as the generated frames address it.

@@ -66,6 +66,11 @@ enum Cmd {
         /// Run only this implementation (weir or rte_gro), e.g. under `perf record`.
         #[arg(long)]
         only: Option<String>,
+        /// Put DPDK's memory (the mbufs, rte_gro's tables) on 2 MiB hugepages, as DPDK is
+        /// deployed, instead of --no-huge's 4 KiB pages. Reserve them first:
+        /// scripts/setup-hugepages.sh (the default 1,024 MB is plenty).
+        #[arg(long)]
+        hugepages: bool,
     },
     /// TCP receive + ACK decision per wire segment, and ACK building, on in-memory buffers.
     Tcp {
@@ -122,6 +127,7 @@ fn main() -> std::process::ExitCode {
             flush_ns,
             runs,
             only,
+            hugepages,
         } => apps::bench_gro::run(&apps::bench_gro::Options {
             json,
             patterns: pattern,
@@ -129,6 +135,11 @@ fn main() -> std::process::ExitCode {
             flush_ns,
             runs,
             only,
+            memory: if hugepages {
+                benches::gro_fixture::Memory::Hugepages
+            } else {
+                benches::gro_fixture::Memory::NoHuge
+            },
         }),
         Cmd::Tcp { json } => apps::bench_tcp::run(json),
         Cmd::Stages { json } => apps::bench_stages::run(json),
