@@ -45,7 +45,13 @@ eq() { [ "$1" = "$2" ] || { echo "       expected '$2', got '$1'" >&2; return 1;
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }' || { echo "       expected $1 > $2" >&2; return 1; }; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || { echo "       expected $1 <= $2" >&2; return 1; }; }
 j() { jq -r "$2" "$work/$1.json"; }
-ts() { tshark -r "$1" -Y "$2" 2>/dev/null | wc -l | tr -d ' '; }
+# ts FILE FILTER: frames in FILE matching FILTER, one line per frame (its number). Not
+# tshark's summary lines: the payloads are random bytes, tshark runs dozens of heuristic
+# text-protocol dissectors on TCP, and a summary's Info column can then carry a line
+# break. One CI run counted exactly one inbound TCP frame more than both weir's
+# pcap_written and gro_segments_in (which agree with each other by construction); this
+# was the likeliest way, and counting numbers rules it out.
+ts() { tshark -r "$1" -Y "$2" -T fields -e frame.number 2>/dev/null | wc -l | tr -d ' '; }
 
 METRICS_ADDR=127.0.0.1:9108
 
