@@ -84,7 +84,7 @@ const RING_SIZE: u32 = 1024;
 /// holdings and the caches can pin at once.
 const POOL_MBUFS: u32 = 16_383;
 /// weir-sink's defaults (`--gro-flush-ns`, `--max-flows`, `--rcvbuf`).
-const FLUSH_NS: u64 = 20_000;
+pub const FLUSH_NS: u64 = 20_000;
 const GRO_FLOWS: usize = 4096;
 const RCVBUF: u32 = 4 << 20;
 /// The generator's MSS (Linux's on a 1,500-byte MTU with timestamps).
@@ -368,7 +368,7 @@ impl Rig {
     /// Runs one case of `weir-bench e2e`.
     fn case(&self, mode: Mode, flows: u32, o: &Options) -> Result<Sample> {
         let (secs, sw_checksum) = (o.seconds, o.sw_checksum);
-        let gro = (mode == Mode::Stack || mode == Mode::SwChecksum).then_some(FLUSH_NS);
+        let gro = (mode == Mode::Stack || mode == Mode::SwChecksum).then_some(o.gro_flush_ns);
         let nic = !sw_checksum && mode != Mode::SwChecksum;
         let r = self.run(
             self.gen_config(flows, secs, mode == Mode::Drop, o.interleave),
@@ -463,6 +463,9 @@ pub struct Options {
     pub only: Vec<String>,
     /// How the generator's flows share the ring (printed with the results).
     pub interleave: Interleave,
+    /// The receiver's GRO flush window in ns (weir-sink's default, [`FLUSH_NS`], unless
+    /// asked otherwise): how long a run may wait for its flow's next segment.
+    pub gro_flush_ns: u64,
 }
 
 /// Runs `runs` rounds of every mode at every flow count, `seconds` of data each, and
@@ -524,13 +527,13 @@ pub fn run(o: &Options) -> Result<()> {
          ({} B, PSH on the last), payload stamped (headers only written per segment), \
          checksums {checksums}",
         o.interleave,
-        FLUSH_NS / 1000,
+        o.gro_flush_ns as f64 / 1000.0,
         SEGS_PER_WRITE * u32::from(MSS),
     );
     if json_out {
         println!(
             "{}",
-            json!({"model": model, "interleave": o.interleave.to_string(), "gro_flush_ns": FLUSH_NS,
+            json!({"model": model, "interleave": o.interleave.to_string(), "gro_flush_ns": o.gro_flush_ns,
                    "mss": MSS, "write_size": SEGS_PER_WRITE * u32::from(MSS),
                    "stamped_payload": true, "nic_checksum_offload": !o.sw_checksum})
         );

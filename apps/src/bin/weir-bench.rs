@@ -44,6 +44,12 @@ enum Cmd {
         /// emit them).
         #[arg(long, default_value = "segment")]
         interleave: apps::gen::Interleave,
+        /// The receiver's GRO flush window in ns (weir-sink's default unless given): how
+        /// long a held run waits for its flow's next segment. With many flows interleaved
+        /// per segment, a window shorter than the flow's inter-arrival time holds runs of
+        /// one.
+        #[arg(long, default_value_t = apps::bench_e2e::FLUSH_NS)]
+        gro_flush_ns: u64,
     },
     /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
     Gro {
@@ -111,6 +117,7 @@ fn main() -> std::process::ExitCode {
             sw_checksum,
             only,
             interleave,
+            gro_flush_ns,
         } => apps::bench_e2e::run(&apps::bench_e2e::Options {
             json,
             seconds,
@@ -119,6 +126,7 @@ fn main() -> std::process::ExitCode {
             sw_checksum,
             only,
             interleave,
+            gro_flush_ns,
         }),
         Cmd::Gro {
             json,
