@@ -57,6 +57,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
+use benches::gro_fixture::Memory;
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use serde_json::json;
 use stack::ack::AckPolicy;
@@ -165,22 +166,28 @@ pub(crate) struct RingRun {
 }
 
 impl Rig {
-    /// EAL on lcores 0-1 (`program` names the file prefix), the ring pair, the receiver's
-    /// pool and the generator's two pools (plain, and stamped with one full segment of
-    /// the MSS-period pattern).
-    pub(crate) fn new(program: &str) -> Result<Rig> {
-        let args = vec![
-            program.to_string(),
-            "--no-pci".into(),
-            "--no-huge".into(),
-            "-m".into(),
-            "2048".into(),
+    /// EAL on lcores 0-1 (`program` names the file prefix) with its memory on `memory`,
+    /// the ring pair, the receiver's pool and the generator's two pools (plain, and
+    /// stamped with one full segment of the MSS-period pattern).
+    pub(crate) fn new(program: &str, memory: Memory) -> Result<Rig> {
+        let mut args = vec![program.to_string(), "--no-pci".into()];
+        match memory {
+            Memory::NoHuge => args.extend(["--no-huge".into(), "-m".into(), "2048".into()]),
+            // No hugepage files left behind when the process ends.
+            Memory::Hugepages => args.push("--huge-unlink".into()),
+        }
+        args.extend([
             format!("--file-prefix={program}-{}", std::process::id()),
             "-l".into(),
             "0-1".into(),
             "--log-level=*:warning".into(),
-        ];
-        let eal = Eal::init(&args).context("starting DPDK (EAL)")?;
+        ]);
+        let eal = Eal::init(&args).with_context(|| match memory {
+            Memory::NoHuge => "starting DPDK (EAL)".to_string(),
+            Memory::Hugepages => "starting DPDK (EAL) on hugepages (are 2 MiB pages reserved and \
+                                  hugetlbfs mounted? scripts/setup-hugepages.sh does both)"
+                .to_string(),
+        })?;
         let worker = *eal
             .worker_lcores()
             .first()
@@ -466,6 +473,9 @@ pub struct Options {
     /// The receiver's GRO flush window in ns (weir-sink's default, [`FLUSH_NS`], unless
     /// asked otherwise): how long a run may wait for its flow's next segment.
     pub gro_flush_ns: u64,
+    /// Where DPDK's memory (the three mbuf pools) comes from (`--hugepages`: 2 MiB pages,
+    /// reserved beforehand).
+    pub memory: Memory,
 }
 
 /// Runs `runs` rounds of every mode at every flow count, `seconds` of data each, and
@@ -476,7 +486,7 @@ pub fn run(o: &Options) -> Result<()> {
     if !(secs.is_finite() && secs > 0.0) {
         bail!("--seconds {secs}: give a positive number");
     }
-    let rig = Rig::new("weir-bench-e2e")?;
+    let rig = Rig::new("weir-bench-e2e", o.memory)?;
     let runs = o.runs.max(1);
     let all: &[Mode] = if o.sw_checksum {
         &[Mode::Drop, Mode::Stack, Mode::NoGro]
@@ -525,17 +535,19 @@ pub fn run(o: &Options) -> Result<()> {
     let model = format!(
         "interleave {}, GRO flush {} us, MSS {MSS}, writes of {SEGS_PER_WRITE} segments \
          ({} B, PSH on the last), payload stamped (headers only written per segment), \
-         checksums {checksums}",
+         checksums {checksums}, mbufs on {}",
         o.interleave,
         o.gro_flush_ns as f64 / 1000.0,
         SEGS_PER_WRITE * u32::from(MSS),
+        o.memory.describe(),
     );
     if json_out {
         println!(
             "{}",
             json!({"model": model, "interleave": o.interleave.to_string(), "gro_flush_ns": o.gro_flush_ns,
                    "mss": MSS, "write_size": SEGS_PER_WRITE * u32::from(MSS),
-                   "stamped_payload": true, "nic_checksum_offload": !o.sw_checksum})
+                   "stamped_payload": true, "nic_checksum_offload": !o.sw_checksum,
+                   "hugepages": o.memory == Memory::Hugepages})
         );
     } else {
         println!("weir-bench e2e: medians of {runs} rounds of {secs} s, weir-gen -> ring pair -> receiver on lcore 0");

@@ -50,6 +50,11 @@ enum Cmd {
         /// one.
         #[arg(long, default_value_t = apps::bench_e2e::FLUSH_NS)]
         gro_flush_ns: u64,
+        /// Put DPDK's memory (the three mbuf pools) on 2 MiB hugepages, as DPDK is
+        /// deployed, instead of --no-huge's 4 KiB pages. Reserve them first with
+        /// scripts/setup-hugepages.sh (the default 1,024 MB is plenty).
+        #[arg(long)]
+        hugepages: bool,
     },
     /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
     Gro {
@@ -118,6 +123,7 @@ fn main() -> std::process::ExitCode {
             only,
             interleave,
             gro_flush_ns,
+            hugepages,
         } => apps::bench_e2e::run(&apps::bench_e2e::Options {
             json,
             seconds,
@@ -127,6 +133,11 @@ fn main() -> std::process::ExitCode {
             only,
             interleave,
             gro_flush_ns,
+            memory: if hugepages {
+                benches::gro_fixture::Memory::Hugepages
+            } else {
+                benches::gro_fixture::Memory::NoHuge
+            },
         }),
         Cmd::Gro {
             json,

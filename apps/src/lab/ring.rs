@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::{median, progress};
 use crate::bench_e2e::Rig;
 use crate::gen::Interleave;
+use benches::gro_fixture::Memory;
 
 /// Median receiver cycles per segment (busy-iteration TSC cycles / frames received) at
 /// each GRO flush window in `windows` (ns), `flows` flows interleaved per segment.
@@ -18,7 +19,7 @@ pub fn cycles_per_segment(
     secs: f64,
     rounds: usize,
 ) -> Result<Vec<(u64, f64)>> {
-    let rig = Rig::new("weir-lab")?;
+    let rig = Rig::new("weir-lab", Memory::NoHuge)?;
     let pb = progress((windows.len() * rounds.max(1)) as u64, "flush sweep (ring)");
     let mut out = Vec::new();
     for &w in windows {
