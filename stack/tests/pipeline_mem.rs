@@ -227,3 +227,37 @@ fn a_45_segment_run_gets_one_stretch_ack_with_gro_and_more_without() {
     );
     assert!(plain_acks > gro_acks, "without GRO: {plain_acks} ACKs");
 }
+
+#[test]
+fn buffers_the_application_read_are_freed_by_the_next_poll_tx() {
+    let mut p = pipeline(None);
+    let mut pool = VecPool::new(64, 2048);
+    // Received frames come from their own counted pool, as a NIC's do.
+    let mut rx_pool = VecPool::new(64, 2048);
+    let now = Instant::from_nanos(1_000_000);
+    let (mut seq, isn) = handshake(&mut p, &mut pool, now);
+    let mut b = Burst::new();
+    for i in 0..8u32 {
+        let payload = vec![i as u8; MSS];
+        let f = frame(seq, isn, TcpFlags::ACK, &payload, 10 + i).into_vec();
+        b.push(rx_pool.adopt(f).expect("room in the rx pool"));
+        seq = seq.wrapping_add(MSS as u32);
+    }
+    p.handle_rx_burst(now, &mut b);
+    assert_eq!(rx_pool.in_use(), 8, "held by TCP until read");
+    let mut read = 0;
+    let ids: Vec<_> = p.tcp().events().collect();
+    for e in ids {
+        if let Event::Readable(id) = e {
+            read += p
+                .tcp()
+                .recv(id, |s| s.iter().map(|x| x.len as usize).sum())
+                .expect("recv");
+        }
+    }
+    assert_eq!(read, 8 * MSS);
+    // Read buffers are gathered and freed together, at the latest in the next poll_tx.
+    let mut out = Burst::new();
+    p.poll_tx(now, &mut pool, &mut out);
+    assert_eq!(rx_pool.in_use(), 0, "read buffers not freed");
+}

@@ -482,6 +482,7 @@ impl<B: PacketBuf> Tcp<B> {
                 challenge_limit: cfg.challenge_ack_limit,
                 challenge_window: Instant::ZERO,
                 challenge_count: 0,
+                spent: ArrayVec::new(),
             },
             last_overflow: None,
             rcv_wscale: ws,
@@ -674,6 +675,7 @@ impl<B: PacketBuf> Tcp<B> {
         out: &mut Burst<B>,
         tx_csum_offload: bool,
     ) -> usize {
+        self.ctx.free_spent();
         let start = out.len();
         while let Some(&(slot, gen)) = self.ctx.due.front() {
             if out.is_full() {
