@@ -140,6 +140,50 @@ impl<B: PacketBuf> PayloadSlice<B> {
     }
 }
 
+/// Buffers done with, gathered and freed together ([`PacketBuf::free_bulk`]) when
+/// [`MAX_CHAIN`] have gathered or when the owner calls [`FreeBatch::free`]: one bulk free
+/// per buffer or two (a unit of one segment, one connection's read) waits for each
+/// descriptor in turn, while a batch's misses overlap (each buffer is asked for with
+/// [`PacketBuf::prefetch_for_free`] as it is added). GRO gathers what its consumer left,
+/// TCP what the application read; dropping the batch frees what is left one by one.
+pub(crate) struct FreeBatch<B>(ArrayVec<B, MAX_CHAIN>);
+
+impl<B: PacketBuf> FreeBatch<B> {
+    /// An empty batch.
+    pub(crate) fn new() -> Self {
+        FreeBatch(ArrayVec::new())
+    }
+    /// Adds `buf`, freeing the batch first when it is full.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, buf: B) {
+        if self.0.is_full() {
+            self.free();
+        }
+        buf.prefetch_for_free();
+        self.0.push(buf);
+    }
+    /// Adds every buffer of `chain`, emptying it; frees the batch first when they would
+    /// not all fit, so a unit's buffers leave together (and the loop has no check).
+    #[inline(always)]
+    pub(crate) fn push_chain(&mut self, chain: &mut PayloadChain<B>) {
+        if chain.slice_count() > self.0.remaining_capacity() {
+            self.free();
+        }
+        for sl in chain.drain() {
+            sl.buf.prefetch_for_free();
+            // Fits: a chain holds at most MAX_CHAIN slices, and the batch has room.
+            let _ = self.0.try_push(sl.buf);
+        }
+    }
+    /// Frees every buffer gathered.
+    #[inline]
+    pub(crate) fn free(&mut self) {
+        if !self.0.is_empty() {
+            B::free_bulk(self.0.drain(..));
+        }
+    }
+}
+
 /// An ordered list of payload slices: one coalesced segment's bytes, without copying.
 #[derive(Debug)]
 pub struct PayloadChain<B> {

@@ -85,9 +85,7 @@ mod tests;
 
 pub use stats::{FlushReason, GroStats, HoldHistogram, HOLD_BUCKETS};
 
-use arrayvec::ArrayVec;
-
-use crate::buf::{PacketBuf, PayloadSlice, MAX_CHAIN};
+use crate::buf::{FreeBatch, PacketBuf, PayloadSlice, MAX_CHAIN};
 use crate::flow::{FlowKey, FlowWords};
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
@@ -401,9 +399,6 @@ impl<'a> Arrival<'a> {
     }
 }
 
-/// Most buffers GRO collects for one bulk free (see [`Gro::spent`]).
-const SPENT_BATCH: usize = MAX_CHAIN;
-
 /// The GRO stage of one pipeline: a flow table of held runs, the flush timer and counters.
 /// See the [module documentation](self) for the rules and the call order.
 pub struct Gro<B> {
@@ -423,11 +418,10 @@ pub struct Gro<B> {
     first: Box<[Option<B>]>,
     /// Where a segment that is not held is handed on from (a run of one).
     one: Segment<B>,
-    /// Buffers of emitted units the consumer left, freed together
-    /// ([`PacketBuf::free_bulk`]) when [`SPENT_BATCH`] have gathered and before every
-    /// public method returns: a unit of one segment per `free_bulk` call cost as much as
-    /// the rest of its flush.
-    spent: ArrayVec<B, SPENT_BATCH>,
+    /// Buffers of emitted units the consumer left, freed together when the batch is full
+    /// and before every public method returns: a unit of one segment per `free_bulk`
+    /// call cost as much as the rest of its flush.
+    spent: FreeBatch<B>,
     stats: GroStats,
     /// With `hold_histogram`: each held segment's arrival, `MAX_CHAIN` per table slot.
     arrivals: Option<Box<[Instant]>>,
@@ -455,7 +449,7 @@ impl<B: PacketBuf> Gro<B> {
             cold,
             first,
             one: Segment::empty(),
-            spent: ArrayVec::new(),
+            spent: FreeBatch::new(),
             stats: GroStats {
                 hold_ns: cfg.hold_histogram.then(Box::default),
                 ..GroStats::default()
@@ -654,9 +648,7 @@ impl<B: PacketBuf> Gro<B> {
     /// Frees the buffers gathered in `spent`.
     #[inline]
     fn free_spent(&mut self) {
-        if !self.spent.is_empty() {
-            B::free_bulk(self.spent.drain(..));
-        }
+        self.spent.free();
     }
 
     /// Call once after each received burst. With `flush_ns = 0` flushes every held run
@@ -924,7 +916,7 @@ impl<B: PacketBuf> Gro<B> {
                 len: a.payload_len,
             });
         } else {
-            self.spent_push(buf);
+            self.spent.push(buf);
         }
         let one = &mut self.one;
         one.flow = FlowKey::from_words(&a.flow);
@@ -943,15 +935,6 @@ impl<B: PacketBuf> Gro<B> {
         out(one);
         let Gro { one, spent, .. } = self;
         retire(&mut one.payload, spent);
-    }
-
-    /// Adds `buf` to the buffers to free.
-    #[inline]
-    fn spent_push(&mut self, buf: B) {
-        if self.spent.is_full() {
-            self.free_spent();
-        }
-        self.spent.push(buf);
     }
 
     /// Emits the run in slot `s` and frees the slot.
@@ -1063,23 +1046,12 @@ fn put_first_opts(run: &Run, dst: &mut TcpOptions) {
     }
 }
 
-/// Moves what is left in `payload` to `spent` (freeing `spent` first when they would not
-/// fit): the buffers of an emitted unit that its consumer did not keep.
+/// Moves what is left in `payload` to `spent`: the buffers of an emitted unit that its
+/// consumer did not keep, freed in bulk a few units later (at the latest when the public
+/// call returns).
 #[inline]
-fn retire<B: PacketBuf>(
-    payload: &mut crate::buf::PayloadChain<B>,
-    spent: &mut ArrayVec<B, SPENT_BATCH>,
-) {
-    if payload.slice_count() > spent.remaining_capacity() {
-        B::free_bulk(spent.drain(..));
-    }
-    for sl in payload.drain() {
-        // Freed in bulk a few units later (at the latest when the public call returns):
-        // a run that expired after a long hold has its buffer's lines out of L1.
-        sl.buf.prefetch_for_free();
-        // Fits: at most MAX_CHAIN slices, and `spent` had room for them.
-        let _ = spent.try_push(sl.buf);
-    }
+fn retire<B: PacketBuf>(payload: &mut crate::buf::PayloadChain<B>, spent: &mut FreeBatch<B>) {
+    spent.push_chain(payload);
 }
 
 /// The low six bytes of `w`, least significant first (a MAC address packed by

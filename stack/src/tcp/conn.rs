@@ -16,7 +16,7 @@ use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::{sack_option, AckTemplate, TcpFields};
 use crate::ack::{AckPush, AckQueue, AckReason, AckSnapshot, AckState, AckStats, SndCheck};
-use crate::buf::{PacketBuf, PayloadSlice};
+use crate::buf::{FreeBatch, PacketBuf, PayloadSlice};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
@@ -38,23 +38,9 @@ pub(crate) struct Ctx<B> {
     pub(crate) challenge_limit: u32,
     pub(crate) challenge_window: Instant,
     pub(crate) challenge_count: u32,
-    /// Buffers the application read, freed together ([`PacketBuf::free_bulk`]) when
-    /// [`SPENT_BATCH`] have gathered and once per loop iteration (`Tcp::poll_tx`): with
-    /// many connections each read frees one or two, and one bulk free per read waits
-    /// for each buffer's descriptor in turn.
-    pub(crate) spent: ArrayVec<B, SPENT_BATCH>,
-}
-
-/// Most read buffers [`Ctx::spent`] gathers before it frees them.
-pub(crate) const SPENT_BATCH: usize = 64;
-
-impl<B: PacketBuf> Ctx<B> {
-    /// Frees the buffers the application has read.
-    pub(crate) fn free_spent(&mut self) {
-        if !self.spent.is_empty() {
-            B::free_bulk(self.spent.drain(..));
-        }
-    }
+    /// Buffers the application read, freed together when the batch is full and once per
+    /// loop iteration (`Tcp::poll_tx`): with many connections each read frees one or two.
+    pub(crate) spent: FreeBatch<B>,
 }
 
 impl<B> Ctx<B> {
@@ -823,10 +809,6 @@ impl<B: PacketBuf> Conn<B> {
             }
         }
         for sl in self.rxq.drain(..whole) {
-            if ctx.spent.is_full() {
-                ctx.free_spent();
-            }
-            sl.buf.prefetch_for_free();
             ctx.spent.push(sl.buf);
         }
         self.rxq_bytes -= n;

@@ -31,7 +31,7 @@ use arrayvec::ArrayVec;
 
 use crate::ack::template::{syn_options, AckTemplate, TcpFields};
 use crate::ack::{AckPolicy, AckReason, AckStats};
-use crate::buf::{BufPool, PacketBuf, PayloadSlice};
+use crate::buf::{BufPool, FreeBatch, PacketBuf, PayloadSlice};
 use crate::driver::Burst;
 use crate::flow::FlowKey;
 use crate::segment::Segment;
@@ -482,7 +482,7 @@ impl<B: PacketBuf> Tcp<B> {
                 challenge_limit: cfg.challenge_ack_limit,
                 challenge_window: Instant::ZERO,
                 challenge_count: 0,
-                spent: ArrayVec::new(),
+                spent: FreeBatch::new(),
             },
             last_overflow: None,
             rcv_wscale: ws,
@@ -675,7 +675,7 @@ impl<B: PacketBuf> Tcp<B> {
         out: &mut Burst<B>,
         tx_csum_offload: bool,
     ) -> usize {
-        self.ctx.free_spent();
+        self.ctx.spent.free();
         let start = out.len();
         while let Some(&(slot, gen)) = self.ctx.due.front() {
             if out.is_full() {
