@@ -171,23 +171,14 @@ impl Rig {
     /// stamped with one full segment of the MSS-period pattern).
     pub(crate) fn new(program: &str, memory: Memory) -> Result<Rig> {
         let mut args = vec![program.to_string(), "--no-pci".into()];
-        match memory {
-            Memory::NoHuge => args.extend(["--no-huge".into(), "-m".into(), "2048".into()]),
-            // No hugepage files left behind when the process ends.
-            Memory::Hugepages => args.push("--huge-unlink".into()),
-        }
+        args.extend(memory.eal_args(2048));
         args.extend([
             format!("--file-prefix={program}-{}", std::process::id()),
             "-l".into(),
             "0-1".into(),
             "--log-level=*:warning".into(),
         ]);
-        let eal = Eal::init(&args).with_context(|| match memory {
-            Memory::NoHuge => "starting DPDK (EAL)".to_string(),
-            Memory::Hugepages => "starting DPDK (EAL) on hugepages (are 2 MiB pages reserved and \
-                                  hugetlbfs mounted? scripts/setup-hugepages.sh does both)"
-                .to_string(),
-        })?;
+        let eal = Eal::init(&args).context(memory.eal_init_context())?;
         let worker = *eal
             .worker_lcores()
             .first()

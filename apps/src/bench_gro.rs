@@ -205,12 +205,8 @@ pub fn run(opts: &Options) -> Result<()> {
             "--only takes weir or rte_gro, not {o:?}"
         );
     }
-    let eal = Eal::init(eal_args_with("gro", opts.memory)).with_context(|| match opts.memory {
-        Memory::NoHuge => "initialising the EAL".to_string(),
-        Memory::Hugepages => "initialising the EAL on hugepages (are 2 MiB pages reserved and \
-                              hugetlbfs mounted? scripts/setup-hugepages.sh does both)"
-            .to_string(),
-    })?;
+    let eal =
+        Eal::init(eal_args_with("gro", opts.memory)).context(opts.memory.eal_init_context())?;
     let pool = prepare_pool(&eal, "weir-bench-gro").context("creating the mbuf pool")?;
     let clock = Clock::new(&eal);
 

@@ -135,6 +135,37 @@ pub enum Memory {
 }
 
 impl Memory {
+    /// `--hugepages` given or not.
+    pub fn from_flag(hugepages: bool) -> Memory {
+        if hugepages {
+            Memory::Hugepages
+        } else {
+            Memory::NoHuge
+        }
+    }
+
+    /// The EAL arguments that choose this memory (`no_huge_mb` of 4 KiB pages for
+    /// [`Memory::NoHuge`]).
+    pub fn eal_args(self, no_huge_mb: u32) -> Vec<String> {
+        match self {
+            Memory::NoHuge => vec!["--no-huge".into(), "-m".into(), no_huge_mb.to_string()],
+            // No hugepage files left behind when the process ends.
+            Memory::Hugepages => vec!["--huge-unlink".into()],
+        }
+    }
+
+    /// What failed, for an EAL initialisation error on this memory: on hugepages, the
+    /// likely cause and the script that fixes it.
+    pub fn eal_init_context(self) -> &'static str {
+        match self {
+            Memory::NoHuge => "initialising the EAL",
+            Memory::Hugepages => {
+                "initialising the EAL on hugepages (are 2 MiB pages reserved and hugetlbfs \
+                 mounted? scripts/setup-hugepages.sh does both)"
+            }
+        }
+    }
+
     /// How the report names it.
     pub fn describe(self) -> &'static str {
         match self {
@@ -147,11 +178,7 @@ impl Memory {
 /// [`eal_args`] with the memory `memory` says.
 pub fn eal_args_with(tag: &str, memory: Memory) -> Vec<String> {
     let mut a = vec![format!("weir-bench-{tag}"), "--no-pci".into()];
-    match memory {
-        Memory::NoHuge => a.extend(["--no-huge".into(), "-m".into(), "1024".into()]),
-        // No hugepage files left behind when the process ends.
-        Memory::Hugepages => a.push("--huge-unlink".into()),
-    }
+    a.extend(memory.eal_args(1024));
     a.extend([
         format!("--file-prefix=weir-bench-{tag}-{}", std::process::id()),
         "-l".into(),

@@ -133,11 +133,7 @@ fn main() -> std::process::ExitCode {
             only,
             interleave,
             gro_flush_ns,
-            memory: if hugepages {
-                benches::gro_fixture::Memory::Hugepages
-            } else {
-                benches::gro_fixture::Memory::NoHuge
-            },
+            memory: benches::gro_fixture::Memory::from_flag(hugepages),
         }),
         Cmd::Gro {
             json,
@@ -154,11 +150,7 @@ fn main() -> std::process::ExitCode {
             flush_ns,
             runs,
             only,
-            memory: if hugepages {
-                benches::gro_fixture::Memory::Hugepages
-            } else {
-                benches::gro_fixture::Memory::NoHuge
-            },
+            memory: benches::gro_fixture::Memory::from_flag(hugepages),
         }),
         Cmd::Tcp { json } => apps::bench_tcp::run(json),
         Cmd::Stages { json } => apps::bench_stages::run(json),
