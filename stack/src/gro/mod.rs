@@ -623,12 +623,12 @@ impl<B: PacketBuf> Gro<B> {
             if let Some(s) = held {
                 self.flush_slot(s, FlushReason::Gap, out);
             }
-            self.emit_one(now, a, buf, FlushReason::Passthrough, out);
+            self.emit_one(now, *a, buf, FlushReason::Passthrough, out);
             return None;
         }
 
         let Some(s) = held else {
-            self.start_run(now, a, buf, out);
+            self.start_run_inline(now, a, buf, out);
             return None;
         };
         match self.can_merge(s, a) {
@@ -674,7 +674,7 @@ impl<B: PacketBuf> Gro<B> {
             if self.table.run(s).first_rx + self.cfg.flush_ns > now {
                 break;
             }
-            self.flush_slot(s, FlushReason::Timer, out);
+            self.flush_slot_inline(s, FlushReason::Timer, out);
         }
         self.free_spent();
     }
@@ -694,7 +694,7 @@ impl<B: PacketBuf> Gro<B> {
 
     fn flush_all_as(&mut self, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
         while let Some(s) = self.table.oldest() {
-            self.flush_slot(s, reason, out);
+            self.flush_slot_inline(s, reason, out);
         }
     }
 
@@ -748,7 +748,7 @@ impl<B: PacketBuf> Gro<B> {
             // Unreachable (`can_merge` checks the chain's room); keep order and the data.
             let now = self.table.run(s).first_rx;
             self.flush_slot(s, FlushReason::Size, out);
-            self.emit_one(now, a, slice.buf, FlushReason::Size, out);
+            self.emit_one(now, *a, slice.buf, FlushReason::Size, out);
             return false;
         }
         self.merged(s, a.payload_len, a.ip_id, a.flags, a.ts, out)
@@ -802,7 +802,22 @@ impl<B: PacketBuf> Gro<B> {
     }
 
     /// Starts a run with `a`: holds it, or emits it at once when it already ends.
+    #[inline(never)]
     fn start_run(
+        &mut self,
+        now: Instant,
+        a: &Arrival<'_>,
+        buf: B,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) {
+        self.start_run_inline(now, a, buf, out);
+    }
+
+    /// [`Gro::start_run`], inlined where a segment of a flow with no held run starts
+    /// one (every segment, with flows interleaved): the arrival's words stay in
+    /// registers instead of going through memory to a call.
+    #[inline(always)]
+    fn start_run_inline(
         &mut self,
         now: Instant,
         a: &Arrival<'_>,
@@ -812,11 +827,11 @@ impl<B: PacketBuf> Gro<B> {
         let len = a.payload_len;
         if a.flags.intersects(ENDS_RUN) {
             // `out_check_final`: a PSH/FIN segment is never held as a new head.
-            self.emit_one(now, a, buf, FlushReason::Flags, out);
+            self.emit_one(now, *a, buf, FlushReason::Flags, out);
             return;
         }
         if self.cfg.max_segs <= 1 || 2 * u32::from(len) > self.cfg.max_bytes {
-            self.emit_one(now, a, buf, FlushReason::Size, out);
+            self.emit_one(now, *a, buf, FlushReason::Size, out);
             return;
         }
         let hash = a.hash;
@@ -831,33 +846,31 @@ impl<B: PacketBuf> Gro<B> {
             (None, None) => FIRST_OPTS_NONE,
             (None, Some(_)) => FIRST_OPTS_TS,
         };
-        let filled = self.table.insert_with(hash, |r| {
-            *r = Run {
-                flow: FlowKey::from_words(&a.flow),
-                mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
-                hdr: sig.hdr,
-                net: sig.net,
-                opts: sig.opts,
-                next_seq: a.seq.wrapping_add(u32::from(len)),
-                tsval: a.ts.map_or(0, |t| t.tsval),
-                tsecr: a.ts.map_or(0, |t| t.tsecr),
-                len: u32::from(len),
-                gso_size: len,
-                segs: 1,
-                ip_id: a.ip_id,
-                fixed_id: false,
-                flags: a.flags.0,
-                first_rx: now,
-                hash,
-                way: 0, // set by the table
-                first_opts,
-                first_off: a.payload_off,
-            }
-        });
-        let Some(s) = filled else {
+        let Some((s, way)) = self.table.claim(hash) else {
             // Unreachable: `victim_for` returned `None`, so there is room.
-            self.emit_one(now, a, buf, FlushReason::Eviction, out);
+            self.emit_one(now, *a, buf, FlushReason::Eviction, out);
             return;
+        };
+        *self.table.run_mut(s) = Run {
+            flow: FlowKey::from_words(&a.flow),
+            mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
+            hdr: sig.hdr,
+            net: sig.net,
+            opts: sig.opts,
+            next_seq: a.seq.wrapping_add(u32::from(len)),
+            tsval: a.ts.map_or(0, |t| t.tsval),
+            tsecr: a.ts.map_or(0, |t| t.tsecr),
+            len: u32::from(len),
+            gso_size: len,
+            segs: 1,
+            ip_id: a.ip_id,
+            fixed_id: false,
+            flags: a.flags.0,
+            first_rx: now,
+            hash,
+            way,
+            first_opts,
+            first_off: a.payload_off,
         };
         if let Some(arr) = &mut self.arrivals {
             arr[s as usize * MAX_CHAIN] = now;
@@ -893,12 +906,14 @@ impl<B: PacketBuf> Gro<B> {
         }
     }
 
-    /// Emits one segment as a run of one.
-    #[inline]
+    /// Emits one segment as a run of one. Out of line (the paths that call it are the
+    /// uncommon ones), `a` by value: 6 instructions per segment fewer than a reference
+    /// at 4,096 interleaved flows (callgrind).
+    #[inline(never)]
     fn emit_one(
         &mut self,
         now: Instant,
-        a: &Arrival<'_>,
+        a: Arrival<'_>,
         buf: B,
         reason: FlushReason,
         out: &mut impl FnMut(&mut Segment<B>),
@@ -938,7 +953,21 @@ impl<B: PacketBuf> Gro<B> {
     }
 
     /// Emits the run in slot `s` and frees the slot.
+    #[inline(never)]
     fn flush_slot(&mut self, s: u32, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
+        self.flush_slot_inline(s, reason, out);
+    }
+
+    /// [`Gro::flush_slot`], inlined into the loops of the timer and the burst end: with
+    /// flows interleaved every run is flushed there, and a call per run cost ~20
+    /// instructions of register saves and reloads.
+    #[inline(always)]
+    fn flush_slot_inline(
+        &mut self,
+        s: u32,
+        reason: FlushReason,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) {
         // Unlinked first; the slot's fields stay as they are until the slot is reused.
         self.table.remove(s);
         if self.template.slot == s {

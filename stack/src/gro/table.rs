@@ -302,17 +302,20 @@ impl FlowTable {
     /// room (call [`FlowTable::victim_for`] and flush first).
     #[cfg(test)]
     pub(crate) fn insert(&mut self, run: Run) -> Option<u32> {
-        let s = self.insert_with(run.hash, |r| *r = run)?;
+        let (s, way) = self.claim(run.hash)?;
+        *self.run_mut(s) = Run { way, ..run };
         Some(s)
     }
 
-    /// Takes a slot for a run with `hash` as the youngest run and lets `fill` write the
-    /// run in place (it must keep `hash`); returns the slot, or `None` when there is no
-    /// room (call [`FlowTable::victim_for`] and flush first). In place because a `Run`
-    /// built on the stack and then copied in costs a 160-byte copy that stalls on the
-    /// narrow stores that just built it (measured at 256 flows, one run per segment).
-    #[inline]
-    pub(crate) fn insert_with(&mut self, hash: u32, fill: impl FnOnce(&mut Run)) -> Option<u32> {
+    /// Takes a slot for a run with `hash` as the youngest run; returns the slot and the
+    /// bucket way that holds it, or `None` when there is no room (call
+    /// [`FlowTable::victim_for`] and flush first). The caller then writes the run in place
+    /// ([`FlowTable::run_mut`]) with that `hash` and `way`. In place because a `Run` built
+    /// on the stack and then copied in costs a 160-byte copy that stalls on the narrow
+    /// stores that just built it (measured at 256 flows, one run per segment); not through
+    /// a closure, which LLVM called out of line with the arrival spilled to the stack.
+    #[inline(always)]
+    pub(crate) fn claim(&mut self, hash: u32) -> Option<(u32, u8)> {
         let bi = self.bucket_of(hash);
         let b = &mut self.buckets[bi];
         let hinted = self.hint_way as usize;
@@ -337,10 +340,7 @@ impl FlowTable {
         }
         self.tail = s;
         self.last = s;
-        let r = &mut self.runs[s as usize];
-        fill(r);
-        r.way = w as u8;
-        Some(s)
+        Some((s, w as u8))
     }
 
     /// Removes the run in slot `s` from the index and the arrival list and frees the slot.
