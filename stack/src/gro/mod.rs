@@ -839,19 +839,26 @@ impl<B: PacketBuf> Gro<B> {
         let hash = a.hash;
         // Room: the oldest run of a full table, or of a full bucket, goes first
         // (`gro_flush_oldest`). Two flushes at most.
-        while let Some(v) = self.table.victim_for(hash) {
-            self.flush_slot(v, FlushReason::Eviction, out);
-        }
+        let mut evicted = 0;
+        let (s, way) = loop {
+            match self.table.claim(hash) {
+                Ok(room) => break room,
+                Err(v) if evicted < 2 => {
+                    self.flush_slot(v, FlushReason::Eviction, out);
+                    evicted += 1;
+                }
+                Err(_) => {
+                    // Unreachable: two flushes make room. Keep the data and the order.
+                    self.emit_one(now, *a, buf, FlushReason::Eviction, out);
+                    return;
+                }
+            }
+        };
         let sig = &a.sig;
         let first_opts = match (a.opts, a.ts) {
             (Some(_), _) => FIRST_OPTS_COLD,
             (None, None) => FIRST_OPTS_NONE,
             (None, Some(_)) => FIRST_OPTS_TS,
-        };
-        let Some((s, way)) = self.table.claim(hash) else {
-            // Unreachable: `victim_for` returned `None`, so there is room.
-            self.emit_one(now, *a, buf, FlushReason::Eviction, out);
-            return;
         };
         *self.table.run_mut(s) = Run {
             flow: FlowKey::from_words(&a.flow),

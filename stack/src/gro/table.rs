@@ -271,60 +271,55 @@ impl FlowTable {
             .map_or(NO_WAY, |w| w as u32))
     }
 
-    /// The run that must be flushed before a run with `hash` can be inserted: the oldest
-    /// run of all when the table is full, else the oldest in the bucket when the bucket is
-    /// full. `None` when there is room. At most two calls (then flushes) free the room.
-    #[inline(always)]
-    pub(crate) fn victim_for(&self, hash: u32) -> Option<u32> {
-        if self.free.is_empty() {
-            return Some(self.head);
-        }
-        let bi = self.bucket_of(hash);
-        if bi as u32 == self.hint_bucket && self.hint_way != NO_WAY {
-            // The last miss saw an empty way here, and nothing was inserted since
-            // (removals only empty ways).
-            return None;
-        }
+    /// The oldest run in bucket `bi` (which is full).
+    #[cold]
+    fn oldest_in(&self, bi: usize) -> u32 {
         let b = &self.buckets[bi];
-        if b.slot.contains(&NIL) {
-            return None;
-        }
         let mut oldest = b.slot[0];
         for &s in &b.slot[1..] {
             if self.runs[s as usize].first_rx < self.runs[oldest as usize].first_rx {
                 oldest = s;
             }
         }
-        Some(oldest)
+        oldest
     }
 
-    /// Stores `run` as the youngest run and returns its slot, or `None` when there is no
-    /// room (call [`FlowTable::victim_for`] and flush first).
+    /// Stores `run` as the youngest run and returns its slot, or, when there is no room,
+    /// the run to remove first (as [`FlowTable::claim`]).
     #[cfg(test)]
-    pub(crate) fn insert(&mut self, run: Run) -> Option<u32> {
+    pub(crate) fn insert(&mut self, run: Run) -> Result<u32, u32> {
         let (s, way) = self.claim(run.hash)?;
         *self.run_mut(s) = Run { way, ..run };
-        Some(s)
+        Ok(s)
     }
 
     /// Takes a slot for a run with `hash` as the youngest run; returns the slot and the
-    /// bucket way that holds it, or `None` when there is no room (call
-    /// [`FlowTable::victim_for`] and flush first). The caller then writes the run in place
+    /// bucket way that holds it. When there is no room, changes nothing and names the run
+    /// to flush first: the oldest of all when the table is full, else the oldest in the
+    /// bucket (Linux's `gro_flush_oldest`); two flushes at most make room. The caller then
+    /// writes the run in place
     /// ([`FlowTable::run_mut`]) with that `hash` and `way`. In place because a `Run` built
     /// on the stack and then copied in costs a 160-byte copy that stalls on the narrow
     /// stores that just built it (measured at 256 flows, one run per segment); not through
     /// a closure, which LLVM called out of line with the arrival spilled to the stack.
     #[inline(always)]
-    pub(crate) fn claim(&mut self, hash: u32) -> Option<(u32, u8)> {
+    pub(crate) fn claim(&mut self, hash: u32) -> Result<(u32, u8), u32> {
+        let Some(&s) = self.free.last() else {
+            return Err(self.head);
+        };
         let bi = self.bucket_of(hash);
         let b = &mut self.buckets[bi];
         let hinted = self.hint_way as usize;
+        // The last lookup miss saw an empty way here (removals only empty ways).
         let w = if bi as u32 == self.hint_bucket && b.slot.get(hinted) == Some(&NIL) {
             hinted
         } else {
-            b.slot.iter().position(|&s| s == NIL)?
+            match b.slot.iter().position(|&s| s == NIL) {
+                Some(w) => w,
+                None => return Err(self.oldest_in(bi)),
+            }
         };
-        let s = self.free.pop()?;
+        self.free.pop();
         b.slot[w] = s;
         b.hash[w] = hash;
         // The hint named this way: spent.
@@ -340,7 +335,7 @@ impl FlowTable {
         }
         self.tail = s;
         self.last = s;
-        Some((s, w as u8))
+        Ok((s, w as u8))
     }
 
     /// Removes the run in slot `s` from the index and the arrival list and frees the slot.
@@ -421,9 +416,7 @@ mod tests {
         let mut t = FlowTable::new(8);
         let mut slots = Vec::new();
         for i in 0..8 {
-            let r = run(i, u64::from(i));
-            assert_eq!(t.victim_for(r.hash), None);
-            slots.push(t.insert(r).expect("room"));
+            slots.push(t.insert(run(i, u64::from(i))).expect("room"));
         }
         assert_eq!(t.len(), 8);
         for i in 0..8 {
@@ -433,8 +426,9 @@ mod tests {
             );
         }
         assert_eq!(t.lookup(key(99).hash32(), &key(99).words()), None);
-        // Full: the victim is the oldest of all.
-        assert_eq!(t.victim_for(key(99).hash32()), Some(slots[0]));
+        // Full: the victim is the oldest of all, and nothing changed.
+        assert_eq!(t.insert(run(99, 100)), Err(slots[0]));
+        assert_eq!(t.len(), 8);
         t.remove(slots[3]);
         t.remove(slots[0]);
         assert_eq!(t.oldest(), Some(slots[1]));
@@ -465,7 +459,7 @@ mod tests {
         assert_eq!(t1.buckets.len(), 1);
         t1.insert(run(1, 5)).expect("room");
         t1.insert(run(2, 3)).expect("room");
-        assert_eq!(t1.victim_for(key(3).hash32()), Some(t1.head));
+        assert_eq!(t1.insert(run(3, 9)), Err(t1.head));
         // Fill one bucket of a bigger table with same-hash runs.
         let flow = key(7);
         for i in 0..WAYS {
@@ -475,12 +469,13 @@ mod tests {
                 first_rx: Instant::from_nanos(50 - i as u64),
                 ..Run::EMPTY
             };
-            assert_eq!(t.victim_for(r.hash), None);
             t.insert(r).expect("room");
         }
-        let v = t.victim_for(flow.hash32()).expect("bucket full");
+        let Err(v) = t.insert(run(7, 60)) else {
+            panic!("a ninth run in a full bucket got a way");
+        };
         assert_eq!(t.run(v).first_rx, Instant::from_nanos(50 - WAYS as u64 + 1));
         t.remove(v);
-        assert_eq!(t.victim_for(flow.hash32()), None);
+        assert!(t.insert(run(7, 60)).is_ok());
     }
 }
