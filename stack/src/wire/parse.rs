@@ -422,15 +422,20 @@ impl FastTcpV4 {
         let ts = match hl {
             tcp::HEADER_LEN => None,
             32 => {
-                let o = frame.get(FAST_L4 + tcp::HEADER_LEN..FAST_L4 + 32)?;
-                let &[tcp::kind::NOP, tcp::kind::NOP, tcp::kind::TIMESTAMP, 10, a, b, c, d, e, f, g, i] =
-                    o
-                else {
+                let o = frame
+                    .get(FAST_L4 + tcp::HEADER_LEN..)?
+                    .first_chunk::<12>()?;
+                // NOP NOP TS length 10, compared as one word (byte by byte it compiled to
+                // four compares and branches).
+                const NOP_NOP_TS: [u8; 4] =
+                    [tcp::kind::NOP, tcp::kind::NOP, tcp::kind::TIMESTAMP, 10];
+                let word = |i: usize| u32::from_be_bytes([o[i], o[i + 1], o[i + 2], o[i + 3]]);
+                if word(0) != u32::from_be_bytes(NOP_NOP_TS) {
                     return None;
-                };
+                }
                 Some(Timestamp {
-                    tsval: u32::from_be_bytes([a, b, c, d]),
-                    tsecr: u32::from_be_bytes([e, f, g, i]),
+                    tsval: word(4),
+                    tsecr: word(8),
                 })
             }
             _ => return None,
