@@ -154,7 +154,7 @@ pub(crate) struct FlowTable {
     /// Where the last lookup miss saw room: a bucket and an empty way in it (or
     /// [`NO_WAY`]), so the insert that usually follows the miss neither searches the
     /// bucket again nor scans it for room. Only a hint: removals only empty ways, and
-    /// `insert_with` checks the way is still empty before taking it.
+    /// `claim` checks the way is still empty before taking it.
     hint_bucket: u32,
     hint_way: u32,
 }
@@ -296,12 +296,13 @@ impl FlowTable {
     /// Takes a slot for a run with `hash` as the youngest run; returns the slot and the
     /// bucket way that holds it. When there is no room, changes nothing and names the run
     /// to flush first: the oldest of all when the table is full, else the oldest in the
-    /// bucket (Linux's `gro_flush_oldest`); two flushes at most make room. The caller then
-    /// writes the run in place
-    /// ([`FlowTable::run_mut`]) with that `hash` and `way`. In place because a `Run` built
-    /// on the stack and then copied in costs a 160-byte copy that stalls on the narrow
-    /// stores that just built it (measured at 256 flows, one run per segment); not through
-    /// a closure, which LLVM called out of line with the arrival spilled to the stack.
+    /// bucket (Linux's `gro_flush_oldest`); two flushes at most make room.
+    ///
+    /// The caller then writes the run in place ([`FlowTable::run_mut`]) with that `hash`
+    /// and `way`: in place because a `Run` built on the stack and then copied in costs a
+    /// 160-byte copy that stalls on the narrow stores that just built it (measured at 256
+    /// flows, one run per segment), and not through a closure, which LLVM called out of
+    /// line with the arrival spilled to the stack.
     #[inline(always)]
     pub(crate) fn claim(&mut self, hash: u32) -> Result<(u32, u8), u32> {
         let Some(&s) = self.free.last() else {
