@@ -362,7 +362,7 @@ impl FlowTable {
         } else {
             self.links[next as usize].prev = prev;
         }
-        // The slot's link is left as it is: `insert_with` writes both fields.
+        // The slot's link is left as it is: `claim` writes both fields.
         if self.last == s {
             self.last = NIL;
         }
