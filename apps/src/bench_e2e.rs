@@ -57,7 +57,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
-use benches::gro_fixture::Memory;
+use benches::gro_fixture::{bench_eal_args, Memory};
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use serde_json::json;
 use stack::ack::AckPolicy;
@@ -170,14 +170,7 @@ impl Rig {
     /// the ring pair, the receiver's pool and the generator's two pools (plain, and
     /// stamped with one full segment of the MSS-period pattern).
     pub(crate) fn new(program: &str, memory: Memory) -> Result<Rig> {
-        let mut args = vec![program.to_string(), "--no-pci".into()];
-        args.extend(memory.eal_args(2048));
-        args.extend([
-            format!("--file-prefix={program}-{}", std::process::id()),
-            "-l".into(),
-            "0-1".into(),
-            "--log-level=*:warning".into(),
-        ]);
+        let args = bench_eal_args(program, "0-1", memory, 2048);
         let eal = Eal::init(&args).context(memory.eal_init_context())?;
         let worker = *eal
             .worker_lcores()

@@ -11,7 +11,7 @@
 use anyhow::{Context, Result};
 use benches::gro_fixture::{
     eal_args_with, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Memory,
-    Pattern, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
+    Pattern, Receiver, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
 };
 use dpdk::{Clock, Eal, Mempool};
 use serde_json::json;
@@ -113,7 +113,7 @@ fn measure_scaling(
     );
     let mut w1 = WeirGro::new(*clock, 1, flush_ns);
     let mut wn = WeirGro::new(*clock, MANY, flush_ns);
-    let (one, many) = measure_interleaved(
+    let (one, many) = interleave(
         Some(Lane {
             rx: &mut w1,
             gen: &mut g1,
@@ -123,16 +123,33 @@ fn measure_scaling(
             gen: &mut gn,
         }),
         clock,
-        WARMUP / BURST as u64,
         runs,
-        SEGMENTS / BURST as u64,
     );
     Scaling {
         pattern,
         flush_ns,
-        one: one.unwrap_or(NO_MEASUREMENT),
-        many: many.unwrap_or(NO_MEASUREMENT),
+        one,
+        many,
     }
+}
+
+/// [`measure_interleaved`] with this report's warm-up and chunk size; a lane left out
+/// (`--only`) reads [`NO_MEASUREMENT`].
+fn interleave<A: Receiver, B: Receiver>(
+    a: Option<Lane<'_, A>>,
+    b: Option<Lane<'_, B>>,
+    clock: &Clock,
+    runs: usize,
+) -> (Measurement, Measurement) {
+    let (a, b) = measure_interleaved(
+        a,
+        b,
+        clock,
+        WARMUP / BURST as u64,
+        runs,
+        SEGMENTS / BURST as u64,
+    );
+    (a.unwrap_or(NO_MEASUREMENT), b.unwrap_or(NO_MEASUREMENT))
 }
 
 /// A side that was not measured.
@@ -156,8 +173,6 @@ fn measure_row(
     runs: usize,
     only: Option<&str>,
 ) -> Result<Row> {
-    let chunk = SEGMENTS / BURST as u64;
-    let warmup = WARMUP / BURST as u64;
     let (mut gw, mut gr) = (
         Generator::new(pool, pattern, flows),
         Generator::new(pool, pattern, flows),
@@ -170,20 +185,18 @@ fn measure_row(
                 .with_context(|| format!("rte_gro context for {flows} flows"))?,
         ),
     };
-    let (weir, rte) = measure_interleaved(
+    let (weir, rte) = interleave(
         w.as_mut().map(|rx| Lane { rx, gen: &mut gw }),
         r.as_mut().map(|rx| Lane { rx, gen: &mut gr }),
         clock,
-        warmup,
         runs,
-        chunk,
     );
     Ok(Row {
         pattern,
         flows,
         flush_ns,
-        weir: weir.unwrap_or(NO_MEASUREMENT),
-        rte: rte.unwrap_or(NO_MEASUREMENT),
+        weir,
+        rte,
     })
 }
 

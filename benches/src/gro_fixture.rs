@@ -177,13 +177,20 @@ impl Memory {
 
 /// [`eal_args`] with the memory `memory` says.
 pub fn eal_args_with(tag: &str, memory: Memory) -> Vec<String> {
-    let mut a = vec![format!("weir-bench-{tag}"), "--no-pci".into()];
-    a.extend(memory.eal_args(1024));
+    bench_eal_args(&format!("weir-bench-{tag}"), "0", memory, 1024)
+}
+
+/// EAL arguments for a benchmark process named `program` on lcores `lcores` (an `-l`
+/// list): no PCI probing, `memory` (`no_huge_mb` MiB with [`Memory::NoHuge`]), a file
+/// prefix unique to the process, warnings and errors only.
+pub fn bench_eal_args(program: &str, lcores: &str, memory: Memory, no_huge_mb: u32) -> Vec<String> {
+    let mut a = vec![program.to_string(), "--no-pci".into()];
+    a.extend(memory.eal_args(no_huge_mb));
     a.extend([
-        format!("--file-prefix=weir-bench-{tag}-{}", std::process::id()),
+        format!("--file-prefix={program}-{}", std::process::id()),
         "-l".into(),
-        "0".into(),
-        "--log-level=lib.eal:warning".into(),
+        lcores.to_string(),
+        "--log-level=*:warning".into(),
     ]);
     a
 }

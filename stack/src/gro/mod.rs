@@ -489,7 +489,7 @@ impl<B: PacketBuf> Gro<B> {
     ) {
         let a = Arrival::of_meta(meta, buf.data());
         self.handle(now, &a, buf, out);
-        self.free_spent();
+        self.spent.free();
     }
 
     /// Takes one received frame if it has the parser's fast-path layout (untagged IPv4
@@ -517,7 +517,7 @@ impl<B: PacketBuf> Gro<B> {
         } else {
             match self.handle_same_run(now, buf, local, out) {
                 Ok(()) => {
-                    self.free_spent();
+                    self.spent.free();
                     return Ok(());
                 }
                 Err(buf) => buf,
@@ -534,7 +534,7 @@ impl<B: PacketBuf> Gro<B> {
                 self.set_template(s, local);
             }
         }
-        self.free_spent();
+        self.spent.free();
         Ok(())
     }
 
@@ -645,12 +645,6 @@ impl<B: PacketBuf> Gro<B> {
         }
     }
 
-    /// Frees the buffers gathered in `spent`.
-    #[inline]
-    fn free_spent(&mut self) {
-        self.spent.free();
-    }
-
     /// Call once after each received burst. With `flush_ns = 0` flushes every held run
     /// ([`FlushReason::BurstEnd`], as `napi_complete_done` does without
     /// `gro_flush_timeout`); otherwise flushes the runs whose deadline passed
@@ -659,7 +653,7 @@ impl<B: PacketBuf> Gro<B> {
         self.now = now;
         if self.cfg.flush_ns == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
-            self.free_spent();
+            self.spent.free();
         } else {
             self.flush_expired(now, out);
         }
@@ -676,7 +670,7 @@ impl<B: PacketBuf> Gro<B> {
             }
             self.flush_slot_inline(s, FlushReason::Timer, out);
         }
-        self.free_spent();
+        self.spent.free();
     }
 
     /// When the oldest held run expires, or `None` when nothing is held.
@@ -689,7 +683,7 @@ impl<B: PacketBuf> Gro<B> {
     /// Flushes every held run, oldest first ([`FlushReason::Shutdown`]).
     pub fn flush_all(&mut self, out: &mut impl FnMut(&mut Segment<B>)) {
         self.flush_all_as(FlushReason::Shutdown, out);
-        self.free_spent();
+        self.spent.free();
     }
 
     fn flush_all_as(&mut self, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
@@ -958,7 +952,7 @@ impl<B: PacketBuf> Gro<B> {
         one.first_rx = now;
         out(one);
         let Gro { one, spent, .. } = self;
-        retire(&mut one.payload, spent);
+        spent.push_chain(&mut one.payload);
     }
 
     /// Emits the run in slot `s` and frees the slot.
@@ -1013,7 +1007,7 @@ impl<B: PacketBuf> Gro<B> {
             describe(one, run);
             out(one);
             let Gro { one, spent, .. } = self;
-            retire(&mut one.payload, spent);
+            spent.push_chain(&mut one.payload);
             return;
         }
         let c = &mut self.cold[s as usize];
@@ -1021,7 +1015,7 @@ impl<B: PacketBuf> Gro<B> {
         out(c);
         // Whatever the consumer left is freed (in bulk, later in this call); the slot's
         // chain is empty for its next run.
-        retire(&mut c.payload, &mut self.spent);
+        self.spent.push_chain(&mut c.payload);
     }
 }
 
@@ -1082,14 +1076,6 @@ fn put_first_opts(run: &Run, dst: &mut TcpOptions) {
             tsecr: run.tsecr,
         });
     }
-}
-
-/// Moves what is left in `payload` to `spent`: the buffers of an emitted unit that its
-/// consumer did not keep, freed in bulk a few units later (at the latest when the public
-/// call returns).
-#[inline]
-fn retire<B: PacketBuf>(payload: &mut crate::buf::PayloadChain<B>, spent: &mut FreeBatch<B>) {
-    spent.push_chain(payload);
 }
 
 /// The low six bytes of `w`, least significant first (a MAC address packed by
