@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 export RUST_BACKTRACE=${RUST_BACKTRACE:-1}
+# A fresh clone builds once: incremental caches would only take disk (about 0.7 GiB).
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}; fi
 
 results=()
 failed=0
