@@ -55,7 +55,22 @@ stack_has_no_dpdk() {
   echo "cargo tree -p stack: no DPDK crate"
 }
 
+# A full run writes about 1.7 GiB of build output (debug and release, measured on a fresh
+# clone); with less free space the builds fail half-way with "No space left on device".
+NEED_MIB=2048
+disk_space() {
+  local dir=${CARGO_TARGET_DIR:-target} free
+  while [ ! -d "$dir" ]; do dir=$(dirname "$dir"); done
+  free=$(df -Pm "$dir" | awk 'NR == 2 {print $4}')
+  if [ "$free" -lt "$NEED_MIB" ]; then
+    echo "only $free MiB free under $dir: scripts/test.sh needs about $NEED_MIB MiB for its builds" >&2
+    return 1
+  fi
+  echo "$free MiB free under $dir (needs about $NEED_MIB)"
+}
+
 # ---- Set-up (nothing else can run without it) ----
+step "disk space" disk_space
 step "setup" scripts/setup.sh
 if [ $failed -ne 0 ]; then summary; exit 1; fi
 if ! command -v cargo >/dev/null 2>&1 && [ -f "${HOME:-/root}/.cargo/env" ]; then
