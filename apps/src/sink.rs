@@ -540,7 +540,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
                 drop_stats.rx_packets += 1;
                 drop_stats.rx_bytes += b.data().len() as u64;
             }
-            // One rte_pktmbuf_free_bulk per burst, as a tuned receive loop frees.
+            // One bulk free per burst, as a tuned receive loop frees.
             Mbuf::free_burst(&mut rx);
         } else if n > 0 {
             p.handle_rx_burst(now, &mut rx);
