@@ -41,12 +41,8 @@ fn bulk_frees_return_plain_chained_and_shared_mbufs_exactly_once() {
     let b = Mempool::new(&eal, "free_b", MBUFS, 0, dpdk::DEFAULT_DATA_ROOM).expect("pool b");
     let len = |p: &Mempool| p.alloc_len(100).expect("an mbuf");
 
-    let mut batch: Vec<Mbuf> = Vec::new();
     // Plain mbufs, the pool changing twice within the batch.
-    batch.push(len(&a));
-    batch.push(len(&a));
-    batch.push(len(&b));
-    batch.push(len(&a));
+    let mut batch: Vec<Mbuf> = vec![len(&a), len(&a), len(&b), len(&a)];
 
     // A two-segment chain (head from a, tail from b): nb_segs 2.
     let head = len(&a);
