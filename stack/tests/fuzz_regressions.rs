@@ -107,7 +107,7 @@ fn report() {
 /// NIC-verified checksum verdicts) to `fuzz/seeds/parse/`:
 /// `cargo test -p stack --test fuzz_regressions write_parse_seeds -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "writes the fuzz seed corpus; run by hand with --ignored"]
 fn write_parse_seeds() {
     use stack::wire::ipv6::ext;
     use stack::wire::{TcpFlags, TcpOptions, Timestamp};

@@ -1343,7 +1343,7 @@ proptest! {
 /// A rough cost figure, not a benchmark (criterion benches live in `benches/`):
 /// `cargo test --release -p stack parse_cost -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a cost printout, not a check; run with --release --ignored --nocapture"]
 fn parse_cost_ns_per_frame() {
     let f = seg4().to_vec(&[0u8; 1448]);
     let l = local();
