@@ -299,18 +299,19 @@ impl Rig {
     }
 
     /// The receiver's pipeline as weir-sink configures it by default (`gro`: the flush
-    /// window in ns, `None` for `--no-gro`; `nic`: TX checksum offload for ACKs, as
+    /// window and the busy hold in ns, `None` for `--no-gro`; `nic`: TX checksum offload for ACKs, as
     /// weir-sink asks for on a NIC that has it).
     pub(crate) fn pipeline_config(
         &self,
-        gro: Option<u64>,
+        gro: Option<(u64, u64)>,
         flows: u32,
         nic: bool,
     ) -> PipelineConfig {
         PipelineConfig {
             local: LocalAddrs::new(self.rx_mac, Some(RX_IP), None),
-            gro: gro.map(|ns| GroConfig {
+            gro: gro.map(|(ns, busy)| GroConfig {
                 flush_ns: Duration::from_nanos(ns),
+                busy_hold_ns: Duration::from_nanos(busy),
                 max_flows: GRO_FLOWS,
                 ..GroConfig::default()
             }),
@@ -359,7 +360,8 @@ impl Rig {
     /// Runs one case of `weir-bench e2e`.
     fn case(&self, mode: Mode, flows: u32, o: &Options) -> Result<Sample> {
         let (secs, sw_checksum) = (o.seconds, o.sw_checksum);
-        let gro = (mode == Mode::Stack || mode == Mode::SwChecksum).then_some(o.gro_flush_ns);
+        let gro = (mode == Mode::Stack || mode == Mode::SwChecksum)
+            .then_some((o.gro_flush_ns, o.gro_busy_hold_ns));
         let nic = !sw_checksum && mode != Mode::SwChecksum;
         let r = self.run(
             self.gen_config(flows, secs, mode == Mode::Drop, o.interleave),
@@ -457,6 +459,9 @@ pub struct Options {
     /// The receiver's GRO flush window in ns (weir-sink's default, [`FLUSH_NS`], unless
     /// asked otherwise): how long a run may wait for its flow's next segment.
     pub gro_flush_ns: u64,
+    /// The receiver's GRO hold while its queue is backlogged, in ns (weir-sink's
+    /// `--gro-busy-hold-ns`; 0, its default, is off).
+    pub gro_busy_hold_ns: u64,
     /// Where DPDK's memory (the three mbuf pools) comes from (`--hugepages`: 2 MiB pages,
     /// reserved beforehand).
     pub memory: Memory,
@@ -517,11 +522,19 @@ pub fn run(o: &Options) -> Result<()> {
          generator (stack --sw-csum: all in software at the receiver)"
     };
     let model = format!(
-        "interleave {}, GRO flush {} us, MSS {MSS}, writes of {SEGS_PER_WRITE} segments \
+        "interleave {}, GRO flush {} us{}, MSS {MSS}, writes of {SEGS_PER_WRITE} segments \
          ({} B, PSH on the last), payload stamped (headers only written per segment), \
          checksums {checksums}, mbufs on {}",
         o.interleave,
         o.gro_flush_ns as f64 / 1000.0,
+        if o.gro_busy_hold_ns > 0 {
+            format!(
+                " (up to {} us while backlogged)",
+                o.gro_busy_hold_ns as f64 / 1000.0
+            )
+        } else {
+            String::new()
+        },
         SEGS_PER_WRITE * u32::from(MSS),
         o.memory.describe(),
     );
@@ -529,6 +542,7 @@ pub fn run(o: &Options) -> Result<()> {
         println!(
             "{}",
             json!({"model": model, "interleave": o.interleave.to_string(), "gro_flush_ns": o.gro_flush_ns,
+                   "gro_busy_hold_ns": o.gro_busy_hold_ns,
                    "mss": MSS, "write_size": SEGS_PER_WRITE * u32::from(MSS),
                    "stamped_payload": true, "nic_checksum_offload": !o.sw_checksum,
                    "hugepages": o.memory == Memory::Hugepages})

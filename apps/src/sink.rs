@@ -66,6 +66,13 @@ pub struct SinkArgs {
     /// end of every burst, as NAPI without gro_flush_timeout).
     #[arg(long, value_name = "NS", default_value_t = 20_000)]
     pub gro_flush_ns: u64,
+    /// While the receive queue is backlogged (a burst comes back full), hold GRO runs up
+    /// to this long instead of --gro-flush-ns, as Linux does while NAPI polls use their
+    /// whole budget (one jiffy: 1000000 at HZ=1000). Frames waiting in the queue are
+    /// delayed anyway; longer runs make each segment cheaper, so the receiver catches up.
+    /// 0 (the default) keeps --gro-flush-ns the longest hold.
+    #[arg(long, value_name = "NS", default_value_t = 0)]
+    pub gro_busy_hold_ns: u64,
     /// Hand every segment to TCP as it arrives (no coalescing).
     #[arg(long)]
     pub no_gro: bool,
@@ -201,6 +208,7 @@ impl SinkArgs {
             "queues": self.queues,
             "gro": !self.no_gro,
             "gro_flush_ns": self.gro_flush_ns,
+            "gro_busy_hold_ns": self.gro_busy_hold_ns,
             "max_flows": self.max_flows,
             "max_conns": self.max_conns,
             "ack_policy": self.policy().to_string(),
@@ -542,7 +550,8 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
             }
             // One bulk free per burst, as a tuned receive loop frees.
             Mbuf::free_burst(&mut rx);
-        } else if n > 0 {
+        } else {
+            // An empty burst too: it tells GRO the queue is drained (`busy_hold_ns`).
             p.handle_rx_burst(now, &mut rx);
         }
         app.serve(&mut p, now);
@@ -687,6 +696,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         local,
         gro: (!args.no_gro).then(|| GroConfig {
             flush_ns: Duration::from_nanos(args.gro_flush_ns),
+            busy_hold_ns: Duration::from_nanos(args.gro_busy_hold_ns),
             max_flows: args.max_flows as usize,
             ..GroConfig::default()
         }),

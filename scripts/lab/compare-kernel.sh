@@ -4,7 +4,8 @@
 # the receiver) against weir-gen -> weir-sink (`weir-bench e2e`, stack mode, ring pair)
 # on the same 2 cores, at the same flow counts (iperf -P N against N flows; FLOW_COUNTS,
 # default "1 64"). Prints both segment rates and their ratio (issue 6 target: >= 10x).
-# GRO_FLUSH_NS sets weir's GRO window (default weir-sink's 20 us).
+# GRO_FLUSH_NS sets weir's GRO window (default weir-sink's 20 us); GRO_BUSY_HOLD_NS its
+# hold while the receive queue is backlogged (weir-sink's --gro-busy-hold-ns; default off).
 #
 # The kernel's rate is the larger of the receiving veth's RX packet counter over the iperf
 # run and iperf's byte count / 1,448 (with one stream they agree; with 64 the counter
@@ -37,7 +38,8 @@ rx_packets() { ip netns exec "$B" cat /sys/class/net/veth-b/statistics/rx_packet
 FLOW_COUNTS="${FLOW_COUNTS:-1 64}"
 # GRO_FLUSH_NS: weir's GRO window (default weir-sink's 20 us; the model line says which).
 WJSON=$("$BENCH" e2e --json --flows "$(echo $FLOW_COUNTS | tr ' ' ,)" --seconds 3 --runs 3 --only stack \
-  ${GRO_FLUSH_NS:+--gro-flush-ns "$GRO_FLUSH_NS"} 2>/dev/null)
+  ${GRO_FLUSH_NS:+--gro-flush-ns "$GRO_FLUSH_NS"} \
+  ${GRO_BUSY_HOLD_NS:+--gro-busy-hold-ns "$GRO_BUSY_HOLD_NS"} 2>/dev/null)
 MODEL=$(echo "$WJSON" | jq -r 'select(.model) | .model')
 ROWS=""
 for N in $FLOW_COUNTS; do

@@ -101,7 +101,9 @@ impl<B: PacketBuf> Pipeline<B> {
 
     /// Consumes a received burst: parses every frame, feeds TCP segments through GRO into
     /// TCP, queues replies to ARP/ICMP/ND requests, drops (and counts) everything else, and
-    /// at the end of the burst flushes the GRO runs that are due.
+    /// at the end of the burst flushes the GRO runs that are due. Call it with an empty
+    /// burst too when the queue returned nothing: that tells GRO the queue is drained
+    /// (see `GroConfig::busy_hold_ns`).
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
         // The frames' descriptors are fetched together, while due runs are flushed.
         for buf in burst.iter() {
@@ -110,8 +112,11 @@ impl<B: PacketBuf> Pipeline<B> {
         let tcp = &mut self.tcp;
         let mut deliver = |seg: &mut Segment<B>| tcp.handle_segment(now, seg);
         // Runs whose hold time is up leave before this burst is fed: a segment arriving
-        // now must not extend a run that is already due.
+        // now must not extend a run that is already due. A full burst means more frames
+        // are waiting (NAPI's budget used up): GRO may then hold runs up to
+        // `busy_hold_ns`; a short or empty one means the queue is drained.
         if let Some(gro) = &mut self.gro {
+            gro.set_backlogged(burst.is_full());
             gro.flush_expired(now, &mut deliver);
         }
         // Each frame's header lines are fetched PREFETCH_AHEAD frames before it is

@@ -261,3 +261,44 @@ fn buffers_the_application_read_are_freed_by_the_next_poll_tx() {
     p.poll_tx(now, &mut pool, &mut out);
     assert_eq!(rx_pool.in_use(), 0, "read buffers not freed");
 }
+
+/// `busy_hold_ns`: a full receive burst (the queue backlogged, NAPI's budget used up)
+/// leaves the run it ends with held, even with `flush_ns = 0`; the next burst that is not
+/// full, an empty one included, flushes it. Without it the full burst's end flushes
+/// everything. Every byte reaches TCP, in order.
+#[test]
+fn a_full_burst_keeps_its_last_run_held_until_the_queue_drains() {
+    for busy_ms in [0, 1] {
+        let mut p = pipeline(Some(GroConfig {
+            busy_hold_ns: Duration::from_millis(busy_ms),
+            ..GroConfig::default()
+        }));
+        let mut pool = VecPool::new(256, 2048);
+        let now = Instant::from_nanos(1_000_000);
+        let (mut seq, isn) = handshake(&mut p, &mut pool, now);
+        let mut b: Burst<VecBuf> = Burst::new();
+        while !b.is_full() {
+            let payload = vec![seq as u8; MSS];
+            b.push(frame(seq, isn, TcpFlags::ACK, &payload, 10));
+            seq = seq.wrapping_add(MSS as u32);
+        }
+        let n = b.len() as u64;
+        p.handle_rx_burst(now, &mut b);
+        let st = p.stats();
+        if busy_ms > 0 {
+            // 45 segments fill one run (64 KiB); the other 19 are still held.
+            assert_eq!(
+                st.gro_held_runs, 1,
+                "the backlogged burst's last run is held"
+            );
+            assert_eq!(st.tcp.bytes_in_order, 45 * MSS as u64);
+        } else {
+            assert_eq!(st.gro_held_runs, 0, "flush_ns = 0 and no busy hold");
+            assert_eq!(st.tcp.bytes_in_order, n * MSS as u64);
+        }
+        p.handle_rx_burst(now + Duration::from_micros(1), &mut Burst::new());
+        let st = p.stats();
+        assert_eq!(st.gro_held_runs, 0, "an empty burst: the queue drained");
+        assert_eq!(st.tcp.bytes_in_order, n * MSS as u64);
+    }
+}

@@ -50,6 +50,11 @@ enum Cmd {
         /// one.
         #[arg(long, default_value_t = apps::bench_e2e::FLUSH_NS)]
         gro_flush_ns: u64,
+        /// The receiver's GRO hold while its queue is backlogged (a burst comes back
+        /// full), in ns: weir-sink's --gro-busy-hold-ns (Linux's one jiffy is 1000000).
+        /// 0 (weir-sink's default) is off.
+        #[arg(long, default_value_t = 0)]
+        gro_busy_hold_ns: u64,
         /// Put DPDK's memory (the three mbuf pools) on 2 MiB hugepages, as DPDK is
         /// deployed, instead of --no-huge's 4 KiB pages. Reserve them first with
         /// scripts/setup-hugepages.sh (the default 1,024 MB is plenty).
@@ -123,6 +128,7 @@ fn main() -> std::process::ExitCode {
             only,
             interleave,
             gro_flush_ns,
+            gro_busy_hold_ns,
             hugepages,
         } => apps::bench_e2e::run(&apps::bench_e2e::Options {
             json,
@@ -133,6 +139,7 @@ fn main() -> std::process::ExitCode {
             only,
             interleave,
             gro_flush_ns,
+            gro_busy_hold_ns,
             memory: benches::gro_fixture::Memory::from_flag(hugepages),
         }),
         Cmd::Gro {

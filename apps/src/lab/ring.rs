@@ -27,7 +27,7 @@ pub fn cycles_per_segment(
         for _ in 0..rounds.max(1) {
             let r = rig.run(
                 rig.gen_config(flows, secs, false, Interleave::Segment),
-                rig.pipeline_config(Some(w), flows, true),
+                rig.pipeline_config(Some((w, 0)), flows, true),
                 false,
                 true,
                 secs,

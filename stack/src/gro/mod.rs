@@ -75,6 +75,23 @@
 //!
 //! Called every iteration, a segment is held at most `flush_ns` plus one iteration. `now`
 //! must not go backwards.
+//!
+//! # Holding longer while the receive queue is backlogged (`busy_hold_ns`, off by default)
+//!
+//! Linux flushes young GRO packets only when a NAPI poll ends with the queue drained:
+//! a poll that used its whole budget (`work == weight`, 64 packets) flushes only the
+//! packets held since an earlier jiffy (`napi_gro_flush(n, HZ >= 1000)` in `__napi_poll`).
+//! So under load its runs grow for up to a millisecond, and aggregation rises exactly when
+//! the receiver is behind. With `busy_hold_ns` set, weir does the same: while the driver
+//! says the queue is backlogged ([`Gro::set_backlogged`]: the pipeline sets it when a
+//! receive burst comes back full, and clears it on a short or empty one), a run may be
+//! held up to `busy_hold_ns` instead of `flush_ns` (when that is longer). A segment is
+//! then held at most the larger of the two plus one iteration. Frames that wait in a
+//! backlogged queue are delayed anyway; holding them coalesced makes the receiver cheaper
+//! per segment, so it catches up sooner. With flows interleaved segment by segment, a
+//! short window otherwise keeps runs of one exactly when the receiver is overloaded, and
+//! each run of one costs more than the segment it saves: the receiver falls further
+//! behind (`weir-bench e2e`, 64 flows).
 
 mod stats;
 mod table;
@@ -112,6 +129,11 @@ pub struct GroConfig {
     /// Most payload bytes in one run; a run ends before it would pass this. The default,
     /// 65,535, keeps a run under Linux's `GRO_LEGACY_MAX_SIZE` (64 KiB).
     pub max_bytes: u32,
+    /// While the receive queue is backlogged ([`Gro::set_backlogged`]), the longest a run
+    /// may be held instead of `flush_ns`, when longer (Linux holds young runs for up to a
+    /// jiffy while its polls use their whole budget: see the module documentation). Zero
+    /// (the default) keeps `flush_ns` the longest hold at all times.
+    pub busy_hold_ns: Duration,
     /// Record every segment's hold time (arrival to its unit's flush) in
     /// [`GroStats::hold_ns`]. Off by default: it costs one store per segment and one
     /// histogram update per segment flushed, and 512 bytes of arrival times per table slot.
@@ -122,6 +144,7 @@ impl Default for GroConfig {
     fn default() -> Self {
         GroConfig {
             flush_ns: Duration::ZERO,
+            busy_hold_ns: Duration::ZERO,
             max_flows: 4096,
             max_segs: MAX_CHAIN as u16,
             max_bytes: 65_535,
@@ -135,6 +158,7 @@ impl GroConfig {
     pub fn clamped(self) -> Self {
         GroConfig {
             flush_ns: self.flush_ns,
+            busy_hold_ns: self.busy_hold_ns,
             max_flows: self.max_flows.clamp(1, MAX_RUNS),
             max_segs: self.max_segs.clamp(1, MAX_CHAIN as u16),
             max_bytes: self.max_bytes.max(1),
@@ -427,6 +451,9 @@ pub struct Gro<B> {
     arrivals: Option<Box<[Instant]>>,
     /// The latest `now` seen (`flush_all` has none of its own).
     now: Instant,
+    /// The longest a run may be held now: `flush_ns`, or the longer `busy_hold_ns` while
+    /// the receive queue is backlogged ([`Gro::set_backlogged`]).
+    hold: Duration,
     /// The header of the last run [`Gro::handle_frame`] merged into, which its next frame
     /// is compared against first (see `template.rs`); forgotten when the run is flushed.
     template: RunTemplate,
@@ -456,6 +483,7 @@ impl<B: PacketBuf> Gro<B> {
             },
             arrivals,
             now: Instant::from_nanos(0),
+            hold: cfg.flush_ns,
             template: RunTemplate::NONE,
         }
     }
@@ -651,7 +679,7 @@ impl<B: PacketBuf> Gro<B> {
     /// ([`FlushReason::Timer`]).
     pub fn end_of_burst(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
-        if self.cfg.flush_ns == Duration::ZERO {
+        if self.hold == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
             self.spent.free();
         } else {
@@ -665,7 +693,7 @@ impl<B: PacketBuf> Gro<B> {
     pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
         while let Some(s) = self.table.oldest() {
-            if self.table.run(s).first_rx + self.cfg.flush_ns > now {
+            if self.table.run(s).first_rx + self.hold > now {
                 break;
             }
             self.flush_slot_inline(s, FlushReason::Timer, out);
@@ -677,7 +705,20 @@ impl<B: PacketBuf> Gro<B> {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.table
             .oldest()
-            .map(|s| self.table.run(s).first_rx + self.cfg.flush_ns)
+            .map(|s| self.table.run(s).first_rx + self.hold)
+    }
+
+    /// Tells GRO whether the receive queue is backlogged (the last receive burst came
+    /// back full: more frames are waiting). While it is, runs may be held up to
+    /// `busy_hold_ns` instead of `flush_ns` (when longer); see the module documentation.
+    /// No effect when `busy_hold_ns` is zero.
+    #[inline]
+    pub fn set_backlogged(&mut self, backlogged: bool) {
+        self.hold = if backlogged {
+            self.cfg.flush_ns.max(self.cfg.busy_hold_ns)
+        } else {
+            self.cfg.flush_ns
+        };
     }
 
     /// Flushes every held run, oldest first ([`FlushReason::Shutdown`]).

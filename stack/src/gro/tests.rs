@@ -604,6 +604,83 @@ fn timer_flushes_oldest_runs_first(v6: bool) {
     );
 }
 
+/// `busy_hold_ns` (Linux's budget-exhausted rule): while the queue is backlogged a run is
+/// held up to `busy_hold_ns`, counted from its first segment; once it drains, `flush_ns`
+/// rules again.
+fn busy_hold_holds_runs_while_backlogged(v6: bool) {
+    let mut h = H::new(GroConfig {
+        flush_ns: Duration::from_micros(10),
+        busy_hold_ns: Duration::from_micros(1_000),
+        ..GroConfig::default()
+    });
+    let t0 = h.now;
+    h.gro.set_backlogged(true);
+    h.feed(seg(v6, 0));
+    assert_eq!(
+        h.gro.next_deadline(),
+        Some(t0 + Duration::from_micros(1_000))
+    );
+    h.now = t0 + Duration::from_micros(50);
+    h.feed(seg(v6, 1));
+    h.expire();
+    h.end();
+    assert!(h.out.is_empty(), "held past flush_ns while backlogged");
+    h.now = t0 + Duration::from_micros(1_000);
+    h.expire();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M)]);
+    assert_eq!(h.n(FlushReason::Timer), 1);
+    // Drained: the next run leaves after flush_ns again.
+    let t1 = h.now;
+    h.gro.set_backlogged(false);
+    h.feed(seg(v6, 2));
+    assert_eq!(h.gro.next_deadline(), Some(t1 + Duration::from_micros(10)));
+    h.now = t1 + Duration::from_micros(10);
+    h.end();
+    assert_eq!(h.units(), vec![(0, 2, 2 * M), (2 * M, 1, M)]);
+}
+
+/// With `flush_ns = 0` a backlogged burst's end flushes only runs older than
+/// `busy_hold_ns` (Linux: `napi_gro_flush(n, true)` when the budget is used up); the
+/// first short burst's end flushes them all.
+fn busy_hold_with_zero_flush_ns_keeps_runs_past_full_bursts(v6: bool) {
+    let mut h = H::new(GroConfig {
+        busy_hold_ns: Duration::from_micros(1_000),
+        ..GroConfig::default()
+    });
+    h.gro.set_backlogged(true);
+    for f in 0..5 {
+        h.feed(seg_of(v6, f, 0, MSS));
+    }
+    h.end();
+    assert!(h.out.is_empty());
+    assert_eq!(h.gro.held_runs(), 5);
+    h.gro.set_backlogged(false);
+    h.end();
+    assert_eq!(h.out.len(), 5);
+    assert_eq!(h.n(FlushReason::BurstEnd), 5);
+}
+
+/// Without `busy_hold_ns`, or with one shorter than `flush_ns`, a backlog changes nothing.
+fn busy_hold_off_or_shorter_changes_nothing(v6: bool) {
+    for busy in [0, 5] {
+        let mut h = H::new(GroConfig {
+            flush_ns: Duration::from_micros(10),
+            busy_hold_ns: Duration::from_micros(busy),
+            ..GroConfig::default()
+        });
+        let t0 = h.now;
+        h.gro.set_backlogged(true);
+        h.feed(seg(v6, 0));
+        assert_eq!(h.gro.next_deadline(), Some(t0 + Duration::from_micros(10)));
+        h.now = t0 + Duration::from_micros(9);
+        h.end();
+        assert!(h.out.is_empty());
+        h.now = t0 + Duration::from_micros(10);
+        h.end();
+        assert_eq!(h.units(), vec![(0, 1, M)], "busy_hold_ns {busy} us");
+    }
+}
+
 fn full_table_evicts_oldest_run(v6: bool) {
     let mut h = H::new(GroConfig {
         max_flows: 3,
@@ -725,6 +802,9 @@ both_families!(
     timer_flushes_run_after_flush_ns,
     zero_flush_ns_flushes_everything_at_burst_end,
     timer_flushes_oldest_runs_first,
+    busy_hold_holds_runs_while_backlogged,
+    busy_hold_with_zero_flush_ns_keeps_runs_past_full_bursts,
+    busy_hold_off_or_shorter_changes_nothing,
     full_table_evicts_oldest_run,
     many_flows_are_found_again,
     stats_count_every_unit_once,
