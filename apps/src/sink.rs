@@ -548,7 +548,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
                 drop_stats.rx_packets += 1;
                 drop_stats.rx_bytes += b.data().len() as u64;
             }
-            // One bulk free per burst, as a tuned receive loop frees.
+            // One rte_pktmbuf_free_bulk per burst, as a tuned receive loop frees.
             Mbuf::free_burst(&mut rx);
         } else {
             // An empty burst too: it tells GRO the queue is drained (`busy_hold_ns`).

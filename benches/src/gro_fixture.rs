@@ -32,12 +32,12 @@
 //!   header words), any frame it gives back to [`stack::wire::parse_into`] and
 //!   [`Gro::handle_segment`], then [`Gro::end_of_burst`] (which with `flush_ns > 0` is
 //!   [`Gro::flush_expired`]); every output [`Segment`] is handed to a consumer that keeps
-//!   nothing, so GRO frees its mbufs ([`PacketBuf::free_bulk`], gathered
-//!   over the call) as it frees whatever TCP leaves;
+//!   nothing, so GRO frees its mbufs (`rte_pktmbuf_free_bulk`, through
+//!   [`PacketBuf::free_bulk`], gathered over the call) as it frees whatever TCP leaves;
 //! - `rte_gro` ([`RteGro`]): `rte_gro_reassemble`, then `rte_gro_timeout_flush` with the
 //!   window in TSC cycles (0: flush everything each burst, like weir's `flush_ns = 0`);
 //!   unprocessed and flushed mbufs (chains, when merged) are freed the same way, with
-//!   [`PacketBuf::free_bulk`] (chains through `rte_pktmbuf_free`).
+//!   `rte_pktmbuf_free_bulk`.
 //!
 //! Output units are counted on both sides (weir: segments emitted; `rte_gro`: packets
 //! flushed or left unprocessed), so segments per unit is input segments over units.
@@ -482,7 +482,7 @@ impl RteGro {
             let n = self.ctx.timeout_flush(timeout_cycles, &mut self.out);
             self.units += n as u64;
             // Handing packets on is freeing them here (chains in full), in one
-            // bulk free as weir frees its units' payload.
+            // rte_pktmbuf_free_bulk as weir frees its units' payload.
             Mbuf::free_bulk(self.out.drain(..));
             if n < self.out.capacity() {
                 break;

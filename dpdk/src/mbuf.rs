@@ -375,8 +375,8 @@ impl Mbuf {
         true
     }
 
-    /// Frees every mbuf in `bufs` at once (see [`free_raw`]: runs of one pool go back with
-    /// one `rte_mempool_put_bulk`) and leaves `bufs` empty.
+    /// Frees every mbuf in `bufs` with one `rte_pktmbuf_free_bulk` (which returns them to
+    /// their pools in runs, not one `rte_mempool_put` each) and leaves `bufs` empty.
     pub fn free_burst<const N: usize>(bufs: &mut arrayvec::ArrayVec<Mbuf, N>) {
         let n = bufs.len();
         if n == 0 {
@@ -384,13 +384,13 @@ impl Mbuf {
         }
         // SAFETY: Mbuf is repr(transparent) over a non-null mbuf pointer, so the first n
         // elements are n owned mbuf pointers; set_len(0) first, so the ArrayVec no longer
-        // owns what `free_raw` frees (nothing is freed twice).
+        // owns what DPDK frees (nothing is freed twice).
         unsafe {
             bufs.set_len(0);
-            free_raw(std::slice::from_raw_parts_mut(
+            dpdk_sys::rte_pktmbuf_free_bulk(
                 bufs.as_mut_ptr().cast::<*mut dpdk_sys::rte_mbuf>(),
-                n,
-            ));
+                n as std::os::raw::c_uint,
+            );
         }
     }
 
@@ -425,15 +425,15 @@ impl PacketBuf for Mbuf {
     fn data(&self) -> &[u8] {
         Mbuf::data(self)
     }
-    /// One [`free_raw`] per 64 mbufs (GRO and TCP free a unit's leftovers this way)
-    /// instead of one `rte_pktmbuf_free` call each.
+    /// One `rte_pktmbuf_free_bulk` per 64 mbufs (GRO and TCP free a unit's leftovers
+    /// this way) instead of one `rte_pktmbuf_free` call each.
     fn free_bulk(bufs: impl Iterator<Item = Self>) {
         // Not a zeroed array: clearing 512 bytes per call cost more than it saved.
         let mut raw = arrayvec::ArrayVec::<*mut dpdk_sys::rte_mbuf, 64>::new();
         let free = |raw: &mut arrayvec::ArrayVec<*mut dpdk_sys::rte_mbuf, 64>| {
             // SAFETY: every pointer is an owned, valid mbuf taken out of its `Mbuf` with
-            // `into_raw`, so nothing else frees it.
-            unsafe { free_raw(raw.as_mut_slice()) };
+            // `into_raw`, so nothing else frees it; rte_pktmbuf_free_bulk frees each chain.
+            unsafe { dpdk_sys::rte_pktmbuf_free_bulk(raw.as_mut_ptr(), raw.len() as u32) };
             raw.clear();
         };
         for m in bufs {
@@ -455,11 +455,13 @@ impl PacketBuf for Mbuf {
     fn prefetch_data(&self) {
         Mbuf::prefetch_data(self);
     }
-    /// The `rte_mbuf`'s first line: [`free_raw`] reads `refcnt`, `nb_segs`, `ol_flags`
-    /// and `pool` there, and the second line only for a chained or shared mbuf.
+    /// Both lines of the `rte_mbuf`: the free reads `refcnt` and `pool` in the first
+    /// and `next` in the second.
     #[inline(always)]
     fn prefetch_for_free(&self) {
-        prefetch_addr(self.as_ptr().cast_const().cast::<u8>());
+        let p = self.as_ptr().cast_const().cast::<u8>();
+        prefetch_addr(p);
+        prefetch_addr(p.wrapping_add(64));
     }
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
@@ -505,63 +507,6 @@ impl<'a> Iterator for Segments<'a> {
                 usize::from(m.data_len),
             ))
         }
-    }
-}
-
-/// Frees owned mbufs, what `rte_pktmbuf_free_bulk` does, reading one line of each.
-///
-/// A plain mbuf (not shared: `refcnt` 1; one segment; neither indirect nor with an
-/// external buffer) is already in the state a pool keeps its free mbufs in (`refcnt` 1,
-/// `nb_segs` 1, and `next` NULL, which a packet's only segment always has), so it goes
-/// back to its pool as it is: consecutive ones of one pool with one
-/// `rte_mempool_put_bulk`. Every field that decides this is in the mbuf's first cache
-/// line; `rte_pktmbuf_free_bulk` also reads `next` in the second, which costs a second
-/// miss per mbuf when another core wrote the mbuf last (a generator, a NIC driver's
-/// refill). Anything else is freed by `rte_pktmbuf_free`, chain and references and all.
-///
-/// # Safety
-/// Every pointer is a valid mbuf that heads its packet, owned by the caller and not used
-/// after the call.
-pub(crate) unsafe fn free_raw(ms: &mut [*mut dpdk_sys::rte_mbuf]) {
-    const SHARED: u64 = dpdk_sys::RTE_MBUF_F_INDIRECT | dpdk_sys::RTE_MBUF_F_EXTERNAL;
-    let mut pool = std::ptr::null_mut();
-    // The plain mbufs of the current run, all from `pool`, gather at ms[..run]; run <= i,
-    // so nothing not yet read is overwritten.
-    let mut run = 0;
-    for i in 0..ms.len() {
-        let m = ms[i];
-        // SAFETY: m is a valid mbuf the caller owns (the function's contract); its
-        // reference count is read atomically, as `rte_mbuf_refcnt_read` does.
-        let (plain, p) = unsafe {
-            let refcnt = std::sync::atomic::AtomicU16::from_ptr(&raw mut (*m).refcnt)
-                .load(std::sync::atomic::Ordering::Relaxed);
-            (
-                refcnt == 1 && (*m).nb_segs == 1 && (*m).ol_flags & SHARED == 0,
-                (*m).pool,
-            )
-        };
-        if !plain {
-            // SAFETY: as above; rte_pktmbuf_free handles chains, clones and external
-            // buffers.
-            unsafe { dpdk_sys::rte_pktmbuf_free(m) };
-            continue;
-        }
-        // SAFETY: a packet's only segment has no next (debug builds check it).
-        debug_assert!(unsafe { (*m).next.is_null() });
-        if p != pool {
-            if run > 0 {
-                // SAFETY: ms[..run] are plain mbufs of `pool`, owned and not used again.
-                unsafe { dpdk_sys::rte_mempool_put_bulk(pool, ms.as_mut_ptr().cast(), run as u32) };
-            }
-            pool = p;
-            run = 0;
-        }
-        ms[run] = m;
-        run += 1;
-    }
-    if run > 0 {
-        // SAFETY: as in the loop.
-        unsafe { dpdk_sys::rte_mempool_put_bulk(pool, ms.as_mut_ptr().cast(), run as u32) };
     }
 }
 

@@ -1,8 +1,7 @@
-//! `Mbuf`'s bulk frees (`PacketBuf::free_bulk`, `Mbuf::free_burst`) return plain mbufs to
-//! their pools directly, reading only the first line of each, and hand everything else
-//! (chains, clones, shared mbufs) to `rte_pktmbuf_free`. Whatever the mix, and across
-//! pools, every mbuf goes back exactly once and comes out of its pool again as a pool
-//! keeps them: `refcnt` 1, one segment, no `next`.
+//! `Mbuf`'s bulk frees (`PacketBuf::free_bulk`, `Mbuf::free_burst`): whatever the mix of
+//! plain mbufs, chains, clones and shared mbufs, and across pools, every mbuf goes back
+//! exactly once and comes out of its pool again as a pool keeps them: `refcnt` 1, one
+//! segment, no `next`.
 
 mod common;
 

@@ -70,7 +70,7 @@ pub trait PacketBuf {
         false
     }
     /// Frees every buffer `bufs` yields. The default drops them one by one; a buffer type
-    /// whose allocator frees a batch more cheaply (DPDK's `rte_mempool_put_bulk`)
+    /// whose allocator frees a batch more cheaply (DPDK's `rte_pktmbuf_free_bulk`)
     /// overrides it. GRO and TCP free a unit's leftover payload this way.
     fn free_bulk(bufs: impl Iterator<Item = Self>)
     where
@@ -97,11 +97,11 @@ pub trait PacketBuf {
     fn prefetch_data(&self) {}
 
     /// Hints that this buffer will be freed soon: the lines its allocator's free reads,
-    /// without reading them. The default does nothing; an mbuf fetches its descriptor's
-    /// first line (its bulk free reads the reference count, segment count, flags and pool
-    /// there). GRO calls it on the buffers it gathers for one bulk free: a run flushed by
-    /// its timer has sat long enough for them to leave L1 (issue 3: 4,096 flows at a
-    /// 100 µs window, about 3% per segment).
+    /// without reading them. The default does nothing; an mbuf fetches both descriptor
+    /// lines (`rte_pktmbuf_free_bulk` reads the reference count and pool in the first,
+    /// the next-segment pointer in the second). GRO calls it on the buffers it gathers
+    /// for one bulk free: a run flushed by its timer has sat long enough for them to
+    /// leave L1 (issue 3: 4,096 flows at a 100 µs window, about 3% per segment).
     #[inline(always)]
     fn prefetch_for_free(&self) {}
 }
