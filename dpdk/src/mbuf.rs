@@ -510,6 +510,39 @@ impl<'a> Iterator for Segments<'a> {
     }
 }
 
+/// `rte_pktmbuf_reset` for an mbuf just taken from its pool, writing its second line
+/// only where it differs from the reset state.
+///
+/// A free mbuf's `next` is NULL already (every free path leaves it so), and its
+/// `tx_offload` is zero unless its last user asked for an offload. The receiving core
+/// read that line when it freed the mbuf; writing the same values again would take the
+/// line back from it (an ownership round trip between cores per mbuf), while reading it
+/// does not. The first line is written in full, as `rte_pktmbuf_reset` does.
+///
+/// # Safety
+/// `m` is a valid mbuf of a pktmbuf pool, owned by the caller and not yet handed out.
+pub(crate) unsafe fn reset_fresh(m: *mut dpdk_sys::rte_mbuf) {
+    // SAFETY: the caller owns `m` exclusively (the function's contract); tx_offload's
+    // integer view is plain data.
+    let r = unsafe { &mut *m };
+    if !r.next.is_null() {
+        r.next = std::ptr::null_mut();
+    }
+    // SAFETY: as above.
+    if unsafe { r.__bindgen_anon_3.tx_offload } != 0 {
+        r.__bindgen_anon_3.tx_offload = 0;
+    }
+    r.pkt_len = 0;
+    r.vlan_tci = 0;
+    r.vlan_tci_outer = 0;
+    r.nb_segs = 1;
+    r.port = dpdk_sys::RTE_MBUF_PORT_INVALID as u16;
+    r.ol_flags &= dpdk_sys::RTE_MBUF_F_EXTERNAL;
+    r.__bindgen_anon_1.packet_type = 0;
+    r.data_off = (dpdk_sys::RTE_PKTMBUF_HEADROOM as u16).min(r.buf_len);
+    r.data_len = 0;
+}
+
 /// `prefetcht0` of the cache line holding `p` on x86_64; nothing elsewhere.
 #[inline(always)]
 pub(crate) fn prefetch_addr(p: *const u8) {
@@ -535,5 +568,43 @@ mod tests {
         let udp6 = PacketType(dpdk_sys::RTE_PTYPE_L3_IPV6_EXT | dpdk_sys::RTE_PTYPE_L4_UDP);
         assert!(udp6.is_ipv6() && udp6.is_udp() && !udp6.is_tcp());
         assert_eq!(PacketType::default().raw(), 0);
+    }
+
+    /// `reset_fresh` leaves every byte of an mbuf as `rte_pktmbuf_reset` does, from any
+    /// state: an mbuf in plain memory, filled with a pattern, reset both ways.
+    #[test]
+    fn reset_fresh_matches_rte_pktmbuf_reset() {
+        let size = std::mem::size_of::<dpdk_sys::rte_mbuf>();
+        for (seed, ext) in [(0x5au8, false), (0x00, false), (0xa7, true)] {
+            // SAFETY: rte_mbuf is plain C data, any bit pattern is a valid value of its
+            // integer fields; the pointers are only compared and overwritten, never
+            // dereferenced by either reset (neither touches the pool or the buffer). The
+            // copy is a bitwise one of that plain data (nothing is owned or dropped).
+            let (mut a, mut b) = unsafe {
+                let mut m: dpdk_sys::rte_mbuf = std::mem::zeroed();
+                let bytes = std::slice::from_raw_parts_mut((&raw mut m).cast::<u8>(), size);
+                for (i, x) in bytes.iter_mut().enumerate() {
+                    *x = seed.wrapping_mul(i as u8).wrapping_add(i as u8);
+                }
+                m.buf_len = if seed == 0 { 64 } else { 2176 };
+                if ext {
+                    m.ol_flags |= dpdk_sys::RTE_MBUF_F_EXTERNAL;
+                }
+                (std::ptr::read(&raw const m), m)
+            };
+            // SAFETY: both are exclusively ours, in plain memory.
+            unsafe {
+                dpdk_sys::rte_pktmbuf_reset(&raw mut a);
+                reset_fresh(&raw mut b);
+            }
+            // SAFETY: reading the bytes of plain C structs.
+            let (ab, bb) = unsafe {
+                (
+                    std::slice::from_raw_parts((&raw const a).cast::<u8>(), size),
+                    std::slice::from_raw_parts((&raw const b).cast::<u8>(), size),
+                )
+            };
+            assert_eq!(ab, bb, "seed {seed:#x}");
+        }
     }
 }

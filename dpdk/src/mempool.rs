@@ -321,7 +321,7 @@ impl StashPool {
             // owned by nobody else: resetting it is what rte_pktmbuf_alloc does after its
             // get, and then it is ours to wrap.
             let m = unsafe {
-                dpdk_sys::rte_pktmbuf_reset(raw.as_ptr());
+                crate::mbuf::reset_fresh(raw.as_ptr());
                 Mbuf::from_raw(raw)
             };
             m.prefetch_data();
