@@ -985,12 +985,11 @@ impl Sender {
         if f.state != State::Established {
             return Next::Blocked;
         }
-        let (off, end, retx_one) = if f.retx_one {
+        let (off, (end, write_end), retx_one) = if f.retx_one {
             // Fast retransmit: the first unacknowledged segment, regardless of cwnd.
-            let end = seg_end(cfg, f, f.una, f.max);
-            (f.una, end, true)
+            (f.una, seg_end(cfg, f, f.una, f.max), true)
         } else if f.nxt < f.avail {
-            let end = seg_end(cfg, f, f.nxt, f.avail);
+            let (end, write_end) = seg_end(cfg, f, f.nxt, f.avail);
             let len = end - f.nxt;
             if end > f.una.saturating_add(f.snd_wnd) {
                 return Next::Blocked;
@@ -998,7 +997,7 @@ impl Sender {
             if (f.nxt - f.una) + len > f.cwnd {
                 return Next::Blocked;
             }
-            (f.nxt, end, false)
+            (f.nxt, (end, write_end), false)
         } else if f.nxt == f.total && !f.fin_out && !cfg.blast {
             // Everything is sent: the FIN (RFC 9293 §3.10.4), at the end of the data.
             let total = f.total;
@@ -1022,12 +1021,8 @@ impl Sender {
             return Next::Blocked;
         };
         let len = (end - off) as usize;
-        // `seg_end` left `write_base` at the start of the write `off` is in, and never
-        // let `end` pass that write's end: `end` is a multiple of the write size exactly
-        // when it is one of the two.
-        let ws = u64::from(cfg.write_size);
-        let psh = cfg.psh == PshMode::EveryWrite
-            && (end == f.write_base || end == f.write_base.saturating_add(ws) || end == f.avail);
+        // The segment ends its write exactly when it reaches the write's end.
+        let psh = cfg.psh == PshMode::EveryWrite && (end == write_end || end == f.avail);
         let Some(b) = self.build_segment(i, off, len, psh, ts, pool) else {
             return Next::NoBuffer;
         };
@@ -1177,14 +1172,18 @@ enum Next<B> {
 /// write boundaries, as Linux's `tcp_sendmsg` appends to the unsent tail skb: a 64 KiB
 /// write is not 45 segments and a 376-byte one (which would also end every GRO run at
 /// the write boundary, `len < gso_size`).
+///
+/// Returned with the end of the write the segment belongs to (`u64::MAX` without
+/// `--psh every-write`).
 #[inline]
-fn seg_end(cfg: &GenConfig, f: &mut Flow, off: u64, limit: u64) -> u64 {
+fn seg_end(cfg: &GenConfig, f: &mut Flow, off: u64, limit: u64) -> (u64, u64) {
     let end = (off + u64::from(f.mss)).min(limit);
     if cfg.psh == PshMode::EveryWrite {
         let ws = u64::from(cfg.write_size);
-        end.min(floor_to(&mut f.write_base, off, ws).saturating_add(ws))
+        let write_end = floor_to(&mut f.write_base, off, ws).saturating_add(ws);
+        (end.min(write_end), write_end)
     } else {
-        end
+        (end, u64::MAX)
     }
 }
 
