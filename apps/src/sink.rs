@@ -19,10 +19,11 @@ use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig, PortRxQueue, PortTxQueue
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use stack::ack::AckPolicy;
+use stack::buf::PacketBuf;
 use stack::driver::{Burst, RxQueue, TxQueue};
 use stack::gro::GroConfig;
 use stack::impair::{ImpairConfig, Impairment};
-use stack::pipeline::{Pipeline, PipelineConfig};
+use stack::pipeline::{Pipeline, PipelineConfig, PREFETCH_AHEAD};
 use stack::stats::Stats;
 use stack::tcp::{ConnId, Event, TcpConfig};
 use stack::time::{Duration, Instant};
@@ -265,6 +266,21 @@ struct CoreResult {
     open_at_stop: u64,
 }
 
+/// What a receiving core does with each burst.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RxWork {
+    /// The whole pipeline: GRO, TCP, ACKs, the application.
+    #[default]
+    Stack,
+    /// Receive and free only (`weir-sink --drop`): the driver's own cost.
+    Drop,
+    /// Receive, read each frame's two header lines, free: what any receiver pays before
+    /// it can decide anything about a frame (66 bytes of Ethernet, IPv4 and TCP with
+    /// timestamps span two cache lines). The lines are fetched as the pipeline fetches
+    /// them (every descriptor first, then the data [`PREFETCH_AHEAD`] frames ahead).
+    DropReadHeaders,
+}
+
 /// What a core needs to run.
 struct CoreCtx {
     queue: u16,
@@ -274,7 +290,7 @@ struct CoreCtx {
     clock: Clock,
     cfg: PipelineConfig,
     digest: bool,
-    drop_only: bool,
+    work: RxWork,
     impair: Option<(ImpairConfig, Option<u64>)>,
     stop: Arc<AtomicBool>,
     deadline_ns: Option<u64>,
@@ -298,8 +314,8 @@ pub struct ReceiverCore {
     pub cfg: PipelineConfig,
     /// SHA-256 of each connection's bytes (in [`ReceiverResult::digests`]).
     pub digest: bool,
-    /// Receive and free only (`weir-sink --drop`).
-    pub drop_only: bool,
+    /// What the core does with each burst.
+    pub work: RxWork,
     /// Set to stop; the loop checks it every quarter second.
     pub stop: Arc<AtomicBool>,
 }
@@ -314,6 +330,24 @@ pub struct ReceiverResult {
     pub open_at_stop: u64,
 }
 
+/// Reads the first and the 66th byte of every frame in `rx` (both header lines of a TCP
+/// segment with timestamps), fetching the lines as [`Pipeline::handle_rx_burst`] does.
+fn read_headers(rx: &Burst<Mbuf>) {
+    for b in rx.iter() {
+        b.prefetch_descriptor();
+    }
+    for b in rx.iter().take(PREFETCH_AHEAD) {
+        b.prefetch_data();
+    }
+    for (i, b) in rx.iter().enumerate() {
+        if let Some(ahead) = rx.get(i + PREFETCH_AHEAD) {
+            ahead.prefetch_data();
+        }
+        let d = b.data();
+        std::hint::black_box((d.first().copied(), d.get(65).copied()));
+    }
+}
+
 /// Runs weir-sink's per-core loop (`run_core`) on `core` until `core.stop` is set.
 pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
     let r = run_core(CoreCtx {
@@ -324,7 +358,7 @@ pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
         clock: core.clock,
         cfg: core.cfg,
         digest: core.digest,
-        drop_only: core.drop_only,
+        work: core.work,
         impair: None,
         stop: core.stop,
         deadline_ns: None,
@@ -543,7 +577,10 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
             }
             n = rx.len();
         }
-        if c.drop_only {
+        if c.work != RxWork::Stack {
+            if c.work == RxWork::DropReadHeaders {
+                read_headers(&rx);
+            }
             for b in rx.iter() {
                 drop_stats.rx_packets += 1;
                 drop_stats.rx_bytes += b.data().len() as u64;
@@ -578,7 +615,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         if t0.wrapping_sub(last_publish) >= publish_every {
             last_publish = t0;
             let mut s = p.stats();
-            if c.drop_only {
+            if c.work != RxWork::Stack {
                 s.pipeline = drop_stats.clone();
             }
             if let Some(imp) = &impair {
@@ -626,7 +663,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
     if let Some(imp) = impair.take() {
         stats.impair = imp.stats();
     }
-    if c.drop_only {
+    if c.work != RxWork::Stack {
         stats.pipeline = drop_stats;
     }
     lp.busy_ns = c.clock.cycles_to_ns(lp.busy_cycles);
@@ -768,7 +805,11 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             clock,
             cfg: cfg.clone(),
             digest: args.digest,
-            drop_only: args.drop,
+            work: if args.drop {
+                RxWork::Drop
+            } else {
+                RxWork::Stack
+            },
             impair: args.impair,
             stop: stop.clone(),
             deadline_ns,

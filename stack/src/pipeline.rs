@@ -62,7 +62,7 @@ enum Ctl<B> {
 
 /// How many frames ahead of the one being handled [`Pipeline::handle_rx_burst`] fetches
 /// header lines.
-const PREFETCH_AHEAD: usize = 4;
+pub const PREFETCH_AHEAD: usize = 4;
 
 /// One core's receive pipeline. See the module documentation for the call order.
 pub struct Pipeline<B> {

@@ -15,9 +15,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// weir-gen -> ring pair -> weir-sink in one process on two lcores: drop, stack,
-    /// stack --no-gro and stack with software checksums side by side at 1, 64 and 4,096
-    /// flows.
+    /// weir-gen -> ring pair -> weir-sink in one process on two lcores: drop, drop+headers,
+    /// stack, stack --no-gro and stack with software checksums side by side at 1, 64 and
+    /// 4,096 flows.
     E2e {
         /// One JSON object per row (and one for the target check).
         #[arg(long)]
@@ -35,7 +35,7 @@ enum Cmd {
         /// and TCP checksum in software in every mode.
         #[arg(long)]
         sw_checksum: bool,
-        /// Run only these modes (comma-separated: drop, stack, no-gro, sw-csum), e.g.
+        /// Run only these modes (comma-separated: drop, headers, stack, no-gro, sw-csum), e.g.
         /// under `perf record`.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,

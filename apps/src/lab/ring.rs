@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::{median, progress};
 use crate::bench_e2e::Rig;
 use crate::gen::Interleave;
+use crate::sink::RxWork;
 use benches::gro_fixture::Memory;
 
 /// Median receiver cycles per segment (busy-iteration TSC cycles / frames received) at
@@ -28,7 +29,7 @@ pub fn cycles_per_segment(
             let r = rig.run(
                 rig.gen_config(flows, secs, false, Interleave::Segment),
                 rig.pipeline_config(Some((w, 0)), flows, true),
-                false,
+                RxWork::Stack,
                 true,
                 secs,
             )?;

@@ -13,7 +13,7 @@ use apps::gen::payload::{stream_digest_in, Payload, PERIOD};
 use apps::gen::pool::GenPool;
 use apps::gen::sender::HDR_LEN;
 use apps::gen::{GenConfig, Interleave};
-use apps::sink::{run_receiver, ReceiverCore};
+use apps::sink::{run_receiver, ReceiverCore, RxWork};
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use stack::ack::AckPolicy;
 use stack::driver::{Burst, RxQueue};
@@ -117,7 +117,7 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
             tx_csum_offload: stamped,
         },
         digest: true,
-        drop_only: false,
+        work: RxWork::Stack,
         stop: stop.clone(),
     })
     .expect("receiver");
