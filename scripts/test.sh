@@ -86,6 +86,7 @@ step "cargo test --workspace" cargo test --workspace --no-fail-fast
 step "e2e: weir-sink vs the kernel's TCP over net_tap (issue 5)" scripts/e2e/tap.sh
 step "e2e: operability: --pcap, --metrics, --config, logs (issue 8)" scripts/e2e/ops.sh
 step "e2e: faults injected between the tap and the pipeline (issue 7)" scripts/e2e/faults.sh
+step "e2e: weir-gen sending to the kernel's TCP over net_tap (issue 6)" scripts/e2e/gen.sh
 
 summary
 exit $failed

@@ -526,7 +526,8 @@ fn corrupt_mbuf(m: &mut Mbuf, r: u64) -> bool {
     true
 }
 
-fn hex(b: &[u8]) -> String {
+/// Lower-case hexadecimal of `b` (digests as `sha256sum` prints them).
+pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 

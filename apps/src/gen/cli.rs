@@ -201,6 +201,9 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "timeouts": s.timeouts,
         "not_started": s.not_started,
         "alloc_failures": s.alloc_failures,
+        "rx_ignored": s.rx_ignored,
+        "arp_replies": s.arp_replies,
+        "arp_replies_dropped": s.arp_replies_dropped,
         "data_seconds": secs,
         "segments_per_s": if secs > 0.0 { s.segments as f64 / secs } else { 0.0 },
         "payload_gbit_s": if secs > 0.0 { s.bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
@@ -335,6 +338,20 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         nic_rx_checksum: false,
     };
     let duration = cfg.duration;
+    // Every flow sends the same pattern from its first byte: with a byte count, the
+    // receiver's SHA-256 of each connection must be this.
+    let stream_sha256 = cfg.bytes_per_flow.map(|n| {
+        crate::sink::hex(&super::payload::stream_digest_in(
+            n,
+            cfg.pattern_period as usize,
+        ))
+    });
+    if let Some(d) = &stream_sha256 {
+        eprintln!(
+            "each flow's {} bytes have SHA-256 {d}",
+            cfg.bytes_per_flow.unwrap_or(0)
+        );
+    }
     let mut sender = Sender::new(cfg);
     let quiet = args.quiet;
     // A bar over the sending time when it is known (hidden when stderr is not a
@@ -386,7 +403,11 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     }
     println!("{}", summary(&report));
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report_json(&report))?;
+        let mut j = report_json(&report);
+        if let (Some(d), Some(o)) = (&stream_sha256, j.as_object_mut()) {
+            o.insert("stream_sha256".into(), d.clone().into());
+        }
+        let text = serde_json::to_string_pretty(&j)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     let s = &report.stats;

@@ -219,6 +219,13 @@ impl GenConfig {
         )
     }
 
+    /// `true` when `ip` is one of the flows' source addresses.
+    pub fn owns_ip(&self, ip: Ipv4Addr) -> bool {
+        let (last, _) = self.flow_addr(self.flows.saturating_sub(1));
+        let base = u32::from(self.src_ip);
+        u32::from(ip).wrapping_sub(base) <= u32::from(last).wrapping_sub(base)
+    }
+
     /// The flow owning source address `ip` and port `port`, if any.
     pub fn flow_index(&self, ip: Ipv4Addr, port: u16) -> Option<u32> {
         let per = u32::from(self.ports_per_ip.max(1));
@@ -298,6 +305,14 @@ mod tests {
             None
         );
         assert_eq!(c.flow_index(Ipv4Addr::new(198, 18, 0, 2), 80), None);
+        // 65,536 flows at 64,000 ports per address: two source addresses.
+        assert!(c.owns_ip(c.src_ip));
+        assert!(c.owns_ip(Ipv4Addr::new(198, 18, 0, 3)));
+        assert!(!c.owns_ip(Ipv4Addr::new(198, 18, 0, 4)));
+        assert!(!c.owns_ip(Ipv4Addr::new(198, 18, 0, 1)));
+        let one = GenConfig::default();
+        assert!(one.owns_ip(one.src_ip));
+        assert!(!one.owns_ip(Ipv4Addr::new(198, 18, 0, 3)));
     }
 }
 

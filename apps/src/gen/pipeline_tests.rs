@@ -207,3 +207,109 @@ fn blast_mode_sends_without_acks() {
     assert_eq!(s.stats().bytes, 300_000);
     assert_eq!(n as u64, s.stats().segments);
 }
+
+/// An ARP request from `mac`/`ip` for `target`, as a kernel sends it.
+fn arp_request(mac: [u8; 6], ip: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
+    use stack::wire::arp;
+    use stack::wire::ethernet::{self, ethertype};
+    let mut f = vec![0u8; ethernet::MIN_FRAME_LEN];
+    ethernet::emit_header(&mut f, [0xff; 6], mac, None, ethertype::ARP);
+    arp::Repr {
+        operation: arp::OP_REQUEST,
+        sender_mac: mac,
+        sender_ip: ip,
+        target_mac: [0; 6],
+        target_ip: target,
+    }
+    .emit(&mut arp::Packet::new_unchecked(
+        &mut f[ethernet::HEADER_LEN..ethernet::HEADER_LEN + arp::PACKET_LEN],
+    ));
+    f
+}
+
+/// One ARP reply: (Ethernet destination, ARP sender MAC and IP, ARP target MAC and IP).
+type ArpReply = ([u8; 6], [u8; 6], Ipv4Addr, [u8; 6], Ipv4Addr);
+
+/// The ARP replies among `frames`.
+fn arp_replies(frames: &Burst<VecBuf>) -> Vec<ArpReply> {
+    use stack::wire::arp;
+    use stack::wire::ethernet::{self, ethertype};
+    frames
+        .iter()
+        .map(|b| b.data())
+        .filter(|d| d[ethernet::field::ETHERTYPE] == ethertype::ARP.to_be_bytes())
+        .filter_map(|d| {
+            let p = arp::Packet::new_checked(&d[ethernet::HEADER_LEN..]).ok()?;
+            (p.operation() == arp::OP_REPLY).then(|| {
+                (
+                    d[ethernet::field::DST].try_into().unwrap(),
+                    p.sender_mac(),
+                    Ipv4Addr::from(p.sender_ip()),
+                    p.target_mac(),
+                    Ipv4Addr::from(p.target_ip()),
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn arp_requests_for_the_flows_addresses_are_answered() {
+    const KERNEL_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 9];
+    // 65,536 flows use two source addresses (64,000 ports each): both are answered.
+    let c = GenConfig {
+        flows: 65_536,
+        src_mac: [0x02, 0, 0, 0, 0, 2],
+        dst_mac: None,
+        ..cfg(1, 1000)
+    };
+    let (mine, theirs) = (c.src_ip, c.dst_ip);
+    let second = Ipv4Addr::from(u32::from(mine) + 1);
+    let mut s = Sender::new(c.clone());
+    let mut pool = VecPool::new(64, 2048);
+    let mut out: Burst<VecBuf> = Burst::new();
+    let now = Instant::from_nanos(1);
+    s.handle_rx(now, &arp_request(KERNEL_MAC, theirs, mine));
+    s.handle_rx(now, &arp_request(KERNEL_MAC, theirs, second));
+    // Not ours: ignored and counted.
+    s.handle_rx(now, &arp_request(KERNEL_MAC, theirs, theirs));
+    s.poll_tx(now, &mut pool, &mut out);
+    let mut got = arp_replies(&out);
+    got.sort_by_key(|r| r.2);
+    assert_eq!(
+        got,
+        [
+            (KERNEL_MAC, c.src_mac, mine, KERNEL_MAC, theirs),
+            (KERNEL_MAC, c.src_mac, second, KERNEL_MAC, theirs),
+        ]
+    );
+    assert_eq!(s.stats().arp_replies, 2);
+    assert_eq!(s.stats().rx_ignored, 1);
+    // The receiver's request also told the generator its MAC.
+    assert_eq!(s.dst_mac(), Some(KERNEL_MAC));
+}
+
+#[test]
+fn arp_requests_beyond_the_pending_bound_are_counted() {
+    let c = cfg(1, 1000);
+    let mut s = Sender::new(c.clone());
+    let mut pool = VecPool::new(64, 2048);
+    let mut out: Burst<VecBuf> = Burst::new();
+    let now = Instant::from_nanos(1);
+    let asker = [0x02, 0, 0, 0, 0, 7];
+    for i in 0..20u32 {
+        let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 1, 0)) + i);
+        s.handle_rx(now, &arp_request(asker, ip, c.src_ip));
+    }
+    s.poll_tx(now, &mut pool, &mut out);
+    assert_eq!(arp_replies(&out).len(), 16);
+    assert_eq!(s.stats().arp_replies, 16);
+    assert_eq!(s.stats().arp_replies_dropped, 4);
+    // With no buffer to build it in, a reply is counted as dropped, not kept forever.
+    let mut empty = VecPool::new(0, 2048);
+    s.handle_rx(now, &arp_request(asker, c.dst_ip, c.src_ip));
+    let mut out2: Burst<VecBuf> = Burst::new();
+    s.poll_tx(now, &mut empty, &mut out2);
+    assert_eq!(s.stats().arp_replies_dropped, 5);
+    assert!(arp_replies(&out2).is_empty());
+}

@@ -22,10 +22,13 @@ use std::net::Ipv4Addr;
 
 use stack::buf::{PacketBuf, TxChecksumOffload};
 use stack::driver::Burst;
+use stack::flow::NO_VLAN;
 use stack::seq::SeqNumber;
 use stack::time::{Duration, Instant};
 use stack::wire::ethernet::{self, ethertype};
-use stack::wire::{arp, checksum, tcp, TcpFlags, TcpFrame, TcpOptions, Timestamp};
+use stack::wire::{
+    arp, checksum, emit_arp_reply, tcp, ArpRequest, TcpFlags, TcpFrame, TcpOptions, Timestamp,
+};
 
 use super::payload::Payload;
 use super::pool::SegmentPool;
@@ -60,6 +63,10 @@ const CLOSE_WAIT_LIMIT: Duration = Duration::from_secs(5);
 const OUR_WSCALE: u8 = 7;
 /// Interval between ARP requests while the receiver's MAC is unknown.
 const ARP_EVERY: Duration = Duration::from_millis(100);
+
+/// ARP requests for the generator's addresses waiting for their reply; more are counted
+/// in [`GenStats::arp_replies_dropped`] (the requester asks again).
+const ARP_REPLIES_PENDING: usize = 16;
 
 /// Where a flow is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +180,12 @@ pub struct GenStats {
     pub not_started: u64,
     /// Frames received that belong to no flow (or are not TCP/ARP).
     pub rx_ignored: u64,
+    /// ARP replies sent: the receiver asked for one of the flows' source addresses (a
+    /// kernel confirms the address of a peer it sends to every few seconds).
+    pub arp_replies: u64,
+    /// ARP requests for the flows' addresses not answered: more than
+    /// [`ARP_REPLIES_PENDING`] waited at once, or no buffer was free.
+    pub arp_replies_dropped: u64,
     /// Segments not built because the buffer pool was empty.
     pub alloc_failures: u64,
     /// Data segments built in a stamped buffer: headers written, payload already there
@@ -221,6 +234,9 @@ pub struct Sender {
     next_scan: Instant,
     dst_mac: Option<[u8; 6]>,
     arp_next: Instant,
+    /// ARP requests for the flows' addresses, answered at the next `poll_tx`.
+    /// At most [`ARP_REPLIES_PENDING`].
+    arp_pending: Vec<ArpRequest>,
     started: Option<Instant>,
     stop_at: Option<Instant>,
     stopping: bool,
@@ -325,6 +341,7 @@ impl Sender {
             timer_cursor: 0,
             next_scan: Instant::ZERO,
             arp_next: Instant::ZERO,
+            arp_pending: Vec::new(),
             started: None,
             stop_at: None,
             stopping: false,
@@ -478,8 +495,9 @@ impl Sender {
         }
     }
 
-    /// Handles one received frame: the receiver's SYN-ACKs, ACKs, FINs and RSTs, and ARP
-    /// replies while its MAC is unknown. Anything else is counted and ignored.
+    /// Handles one received frame: the receiver's SYN-ACKs, ACKs, FINs and RSTs, ARP
+    /// replies while its MAC is unknown, and ARP requests for the flows' source addresses
+    /// (answered at the next [`Sender::poll_tx`]). Anything else is counted and ignored.
     pub fn handle_rx(&mut self, now: Instant, frame: &[u8]) {
         let et = frame
             .get(ethernet::field::ETHERTYPE)
@@ -713,16 +731,66 @@ impl Sender {
             self.stats.rx_ignored += 1;
             return;
         };
-        if p.operation() == arp::OP_REPLY && p.sender_ip() == self.cfg.dst_ip.octets() {
-            if self.dst_mac.is_none() {
-                let mac = p.sender_mac();
-                self.dst_mac = Some(mac);
-                for f in &mut self.flows {
-                    f.hdr[ethernet::field::DST].copy_from_slice(&mac);
+        if !p.is_ethernet_ipv4() {
+            self.stats.rx_ignored += 1;
+            return;
+        }
+        let from_receiver = p.sender_ip() == self.cfg.dst_ip.octets();
+        match p.operation() {
+            arp::OP_REPLY if from_receiver => self.learn_dst_mac(p.sender_mac()),
+            arp::OP_REQUEST if self.cfg.owns_ip(Ipv4Addr::from(p.target_ip())) => {
+                // The receiver's request names its MAC as well (RFC 826 merges it).
+                if from_receiver {
+                    self.learn_dst_mac(p.sender_mac());
+                }
+                let req = ArpRequest {
+                    src_mac: frame
+                        .get(ethernet::field::SRC)
+                        .and_then(|b| <[u8; 6]>::try_from(b).ok())
+                        .unwrap_or(p.sender_mac()),
+                    vlan: NO_VLAN,
+                    sender_mac: p.sender_mac(),
+                    sender_ip: Ipv4Addr::from(p.sender_ip()),
+                    target_ip: Ipv4Addr::from(p.target_ip()),
+                };
+                if self.arp_pending.len() < ARP_REPLIES_PENDING {
+                    self.arp_pending.push(req);
+                } else {
+                    self.stats.arp_replies_dropped += 1;
                 }
             }
-        } else {
-            self.stats.rx_ignored += 1;
+            _ => self.stats.rx_ignored += 1,
+        }
+    }
+
+    /// Takes `mac` as the receiver's, unless one is known already (a configured
+    /// `dst_mac` or an earlier reply).
+    fn learn_dst_mac(&mut self, mac: [u8; 6]) {
+        if self.dst_mac.is_none() {
+            self.dst_mac = Some(mac);
+            for f in &mut self.flows {
+                f.hdr[ethernet::field::DST].copy_from_slice(&mac);
+            }
+        }
+    }
+
+    /// Appends a reply to every pending ARP request to `out`, while it has room.
+    fn answer_arp<P: SegmentPool>(&mut self, pool: &mut P, out: &mut Burst<P::Buf>) {
+        while !out.is_full() {
+            let Some(req) = self.arp_pending.pop() else {
+                return;
+            };
+            let Some(mut b) = pool.alloc(ethernet::MIN_FRAME_LEN) else {
+                self.stats.arp_replies_dropped += 1 + self.arp_pending.len() as u64;
+                self.arp_pending.clear();
+                return;
+            };
+            if emit_arp_reply(&req, self.cfg.src_mac, b.data_mut()) == 0 {
+                self.stats.arp_replies_dropped += 1;
+                continue;
+            }
+            self.stats.arp_replies += 1;
+            out.push(b);
         }
     }
 
@@ -831,6 +899,9 @@ impl Sender {
         }
         self.check_stamp(pool.stamp());
         let start = out.len();
+        if !self.arp_pending.is_empty() {
+            self.answer_arp(pool, out);
+        }
         if self.dst_mac.is_none() {
             if now >= self.arp_next && !out.is_full() {
                 self.arp_next = now + ARP_EVERY;
