@@ -45,4 +45,6 @@ pub mod consts {
     pub const RTE_ETH_TX_OFFLOAD_UDP_CKSUM: u64 = 1 << 2;
     /// `RTE_ETH_TX_OFFLOAD_TCP_CKSUM`.
     pub const RTE_ETH_TX_OFFLOAD_TCP_CKSUM: u64 = 1 << 3;
+    /// `RTE_ETH_TX_OFFLOAD_MULTI_SEGS`: the device sends frames made of chained mbufs.
+    pub const RTE_ETH_TX_OFFLOAD_MULTI_SEGS: u64 = 1 << 15;
 }

@@ -36,7 +36,7 @@ mod ring;
 pub use clock::Clock;
 pub use eal::{Eal, Launched};
 pub use error::{Error, Result};
-pub use mbuf::{Mbuf, PacketType, Segments};
+pub use mbuf::{Mbuf, PacketType, Segments, SharedData, MAX_SHARED_REFS};
 pub use mempool::{Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM, STASH};
 pub use port::{
     tx_csum_caps, DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats,

@@ -543,6 +543,93 @@ pub(crate) unsafe fn reset_fresh(m: *mut dpdk_sys::rte_mbuf) {
     r.data_len = 0;
 }
 
+/// The most references [`Mbuf::chain_shared`] lets a [`SharedData`] have (`refcnt` is 16
+/// bits and DPDK does not check it for overflow).
+pub const MAX_SHARED_REFS: u16 = u16::MAX - 1;
+
+/// An mbuf whose data nobody writes any more: bytes many frames carry by reference
+/// ([`Mbuf::chain_shared`], `rte_pktmbuf_attach`), e.g. a traffic generator's payload.
+/// There is no way to get a writable view of it, and the frames referring to it only
+/// read it, so sharing it is sound. Dropping it releases this reference; the mbuf goes
+/// back to its pool when the last frame referring to it is freed.
+#[derive(Debug)]
+pub struct SharedData {
+    m: Mbuf,
+}
+
+impl SharedData {
+    /// Freezes `m`. `None` when it cannot be shared this way: it is itself indirect or
+    /// external, is already referenced elsewhere, or has more than one segment.
+    pub fn new(m: Mbuf) -> Option<SharedData> {
+        let r = m.m();
+        let plain =
+            r.ol_flags & (dpdk_sys::RTE_MBUF_F_INDIRECT | dpdk_sys::RTE_MBUF_F_EXTERNAL) == 0;
+        (plain && r.refcnt == 1 && r.nb_segs == 1 && r.next.is_null()).then_some(SharedData { m })
+    }
+
+    /// The shared bytes.
+    pub fn data(&self) -> &[u8] {
+        self.m.data()
+    }
+
+    /// How many holders the data has: this one plus every frame segment referring to it.
+    pub fn references(&self) -> u16 {
+        // SAFETY: the mbuf is valid while self lives; an atomic read.
+        unsafe { dpdk_sys::rte_mbuf_refcnt_read(self.m.as_ptr()) }
+    }
+
+    /// The raw mbuf (for FFI that only reads it).
+    pub fn as_ptr(&self) -> *const dpdk_sys::rte_mbuf {
+        self.m.as_ptr().cast_const()
+    }
+}
+
+impl Mbuf {
+    /// Appends `len` bytes of `src`'s data from `off` on as a new last segment, by
+    /// reference: an mbuf from `pool` (any pktmbuf pool; its own data room goes unused) is
+    /// attached to `src` (`rte_pktmbuf_attach`, one more reference) and chained
+    /// (`rte_pktmbuf_chain`). The new segment has no tailroom, so [`Mbuf::append`] can
+    /// never write into the shared bytes. Returns `false`, changing nothing, when the range
+    /// is not inside `src`'s data, `pool` is empty, `src` already has
+    /// [`MAX_SHARED_REFS`] references, or the chain would exceed DPDK's segment limit.
+    pub fn chain_shared(
+        &mut self,
+        pool: &crate::Mempool,
+        src: &SharedData,
+        off: u16,
+        len: u16,
+    ) -> bool {
+        if usize::from(off) + usize::from(len) > src.data().len()
+            || src.references() >= MAX_SHARED_REFS
+        {
+            return false;
+        }
+        let Some(mi) = pool.alloc_empty() else {
+            return false;
+        };
+        let mi = mi.into_raw().as_ptr();
+        // SAFETY: `mi` is a fresh mbuf of a pktmbuf pool (direct, refcnt 1, one segment),
+        // which is what rte_pktmbuf_attach requires; `src` is a valid direct mbuf. After
+        // the attach `mi` points into src's buffer: data_off + off + len stays within its
+        // data (checked above), and buf_len is cut to the data's end so nothing can append
+        // into the shared bytes (rte_pktmbuf_detach restores it from the pool at the free).
+        // rte_pktmbuf_chain takes ownership of `mi` on success; on failure we free it.
+        unsafe {
+            dpdk_sys::rte_pktmbuf_attach(mi, src.m.as_ptr());
+            let r = &mut *mi;
+            r.data_off += off;
+            r.data_len = len;
+            r.pkt_len = u32::from(len);
+            r.buf_len = r.data_off + len;
+            if dpdk_sys::rte_pktmbuf_chain(self.raw.as_ptr(), mi) != 0 {
+                dpdk_sys::rte_pktmbuf_free(mi);
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// `prefetcht0` of the cache line holding `p` on x86_64; nothing elsewhere.
 #[inline(always)]
 pub(crate) fn prefetch_addr(p: *const u8) {

@@ -61,6 +61,9 @@ pub struct PortConfig {
     pub promiscuous: bool,
     /// Ask for RX/TX checksum offloads when the device has them.
     pub checksum_offload: bool,
+    /// Ask for multi-segment transmit (frames of chained mbufs) when the device has it.
+    /// Off by default: some PMDs pick a slower transmit path for it.
+    pub multi_seg_tx: bool,
 }
 
 impl Default for PortConfig {
@@ -72,6 +75,7 @@ impl Default for PortConfig {
             tx_desc: 1024,
             promiscuous: false,
             checksum_offload: true,
+            multi_seg_tx: false,
         }
     }
 }
@@ -120,6 +124,10 @@ impl Offloads {
     /// TX TCP checksum.
     pub fn tx_tcp_cksum(&self) -> bool {
         self.tx & c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM != 0
+    }
+    /// TX of frames made of chained mbufs.
+    pub fn tx_multi_segs(&self) -> bool {
+        self.tx & c::RTE_ETH_TX_OFFLOAD_MULTI_SEGS != 0
     }
 }
 
@@ -247,6 +255,9 @@ impl Port {
                 & info.rx_offload_capa;
             offloads.tx = (c::RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM)
                 & info.tx_offload_capa;
+        }
+        if cfg.multi_seg_tx {
+            offloads.tx |= c::RTE_ETH_TX_OFFLOAD_MULTI_SEGS & info.tx_offload_capa;
         }
         if cfg.rx_queues > 1 {
             offloads.rss_hf =

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # weir-gen as the sender, the Linux kernel's TCP as the receiver (issue 6): the weir-gen
-# binary on DPDK's net_tap in a fresh network namespace, socat listening in the kernel.
-# Every flow's bytes must reach the kernel intact (socat's SHA-256 of each connection
-# equals the stream digest weir-gen prints), every flow must close cleanly, and weir-gen
-# must answer the kernel's ARP requests for its address: the kernel re-confirms a
-# neighbour it sends to (here every second, by the sysctls below), and without replies its
-# ACKs stopped after a few seconds. Fails (never skips) without root/tun.
+# binary on DPDK's net_tap in a fresh network namespace, socat listening in the kernel,
+# once with the payload shared by reference (the default) and once copied. Every flow's
+# bytes must reach the kernel intact (socat's SHA-256 of each connection equals the stream
+# digest weir-gen prints), every flow must close cleanly, and weir-gen must answer the
+# kernel's ARP requests for its address: the kernel re-confirms a neighbour it sends to
+# (here every second, by the sysctls below), and without replies its ACKs stopped after a
+# few seconds. Fails (never skips) without root/tun.
 #
 #   scripts/e2e/gen.sh [--quick]
 set -euo pipefail
@@ -28,49 +29,64 @@ tapns_create
 # Each connection's SHA-256, one line per connection (appends of one short line each).
 tapns_spawn "$work/socat.log" socat -u TCP4-LISTEN:5001,reuseaddr,fork \
   SYSTEM:"sha256sum >>$work/digests"
-# weir-gen is the DPDK side (198.18.0.1, as weir-sink is in tap.sh); the kernel has
-# 198.18.0.2 on the tap.
-tapns_spawn "$work/gen.log" "$GEN" --tap-iface "$WEIR_TAP" --src-ip "$WEIR_IP4" \
-  --dst-ip "$PEER_IP4" --dst-port 5001 --flows "$FLOWS" --bytes-per-flow "$BYTES" \
-  --json "$work/gen.json" --quiet
-gen_pid=$TAPNS_LAST_PID
-tapns_wait_tap
-# The kernel re-confirms its neighbours often, with one unicast probe: a neighbour that
-# does not answer fails within about 1.5 s (the kernel's TCP only receives here, so
-# nothing else confirms it), and the kernel's ACKs stop.
-for k in base_reachable_time_ms=1000 delay_first_probe_time=1 retrans_time_ms=250 \
-  ucast_solicit=1; do
-  tapns_exec sysctl -qw "net.ipv4.neigh.$WEIR_TAP.$k"
-done
 
-echo "== case: weir-gen, $FLOWS flows x $BYTES bytes -> the kernel's TCP (socat)"
-deadline=$((SECONDS + 300))
-while kill -0 "$gen_pid" 2>/dev/null; do
-  if [ $SECONDS -ge $deadline ]; then
-    kill -INT "$gen_pid" 2>/dev/null || true
-    echo "  weir-gen still running after 300 s: stopped" >&2
-    break
-  fi
-  sleep 0.2
-done
-rc=0
-wait "$gen_pid" || rc=$?
-tail -3 "$work/gen.log" | sed 's/^/       /'
-g() { jq -r "$1" "$work/gen.json"; }
-check "weir-gen exits 0 (every flow closed cleanly, none reset or timed out)" eq "$rc" 0
-check "every flow established" eq "$(g .established)" "$FLOWS"
-check "every flow closed cleanly" eq "$(g .closed)" "$FLOWS"
-check "no resets, no timeouts" eq "$(g '.resets + .timeouts')" 0
-check "weir-gen answered the kernel's ARP requests" gt "$(g '.arp_replies // -1')" 0
-check "no ARP request left unanswered" eq "$(g '.arp_replies_dropped // -1')" 0
-# socat writes a digest when its sha256sum ends, just after the connection closes.
-for _ in $(seq 50); do
-  [ "$(wc -l <"$work/digests" 2>/dev/null || echo 0)" -ge "$FLOWS" ] && break
-  sleep 0.1
-done
-want=$(g '.stream_sha256 // "none"')
-check "socat saw $FLOWS connections" eq "$(wc -l <"$work/digests")" "$FLOWS"
-check "each connection's SHA-256 is the stream's" eq "$(awk '{print $1}' "$work/digests" | sort -u)" "$want"
-echo "       $(g '"\(.segments) segments, \(.retransmits) retransmitted, \(.payload_gbit_s * 1000 | floor) Mbit/s, \(.arp_replies) ARP replies"')"
+# run_case NAME [weir-gen options...]: one weir-gen run to the kernel and its checks.
+run_case() {
+  local name=$1 gen_pid rc=0 deadline
+  shift
+  : >"$work/digests"
+  echo "== case $name: weir-gen${*:+ $*}, $FLOWS flows x $BYTES bytes -> the kernel's TCP (socat)"
+  # weir-gen is the DPDK side (198.18.0.1, as weir-sink is in tap.sh); the kernel has
+  # 198.18.0.2 on the tap, which weir-gen's DPDK creates anew each run.
+  tapns_spawn "$work/$name.log" "$GEN" --tap-iface "$WEIR_TAP" --src-ip "$WEIR_IP4" \
+    --dst-ip "$PEER_IP4" --dst-port 5001 --flows "$FLOWS" --bytes-per-flow "$BYTES" \
+    --json "$work/$name.json" --quiet "$@"
+  gen_pid=$TAPNS_LAST_PID
+  tapns_wait_tap
+  # The kernel re-confirms its neighbours often, with one unicast probe: a neighbour that
+  # does not answer fails within about 1.5 s (the kernel's TCP only receives here, so
+  # nothing else confirms it), and the kernel's ACKs stop.
+  for k in base_reachable_time_ms=1000 delay_first_probe_time=1 retrans_time_ms=250 \
+    ucast_solicit=1; do
+    tapns_exec sysctl -qw "net.ipv4.neigh.$WEIR_TAP.$k"
+  done
+  deadline=$((SECONDS + 300))
+  while kill -0 "$gen_pid" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then
+      kill -INT "$gen_pid" 2>/dev/null || true
+      echo "  weir-gen still running after 300 s: stopped" >&2
+      break
+    fi
+    sleep 0.2
+  done
+  wait "$gen_pid" || rc=$?
+  grep -E '^weir-gen' "$work/$name.log" | sed 's/^/       /'
+  g() { jq -r "$1" "$work/$name.json"; }
+  check "$name: weir-gen exits 0 (every flow closed cleanly, none reset or timed out)" eq "$rc" 0
+  check "$name: every flow established" eq "$(g .established)" "$FLOWS"
+  check "$name: every flow closed cleanly" eq "$(g .closed)" "$FLOWS"
+  check "$name: no resets, no timeouts" eq "$(g '.resets + .timeouts')" 0
+  check "$name: weir-gen answered the kernel's ARP requests" gt "$(g '.arp_replies // -1')" 0
+  check "$name: no ARP request left unanswered" eq "$(g '.arp_replies_dropped // -1')" 0
+  # socat writes a digest when its sha256sum ends, just after the connection closes.
+  for _ in $(seq 50); do
+    [ "$(wc -l <"$work/digests")" -ge "$FLOWS" ] && break
+    sleep 0.1
+  done
+  check "$name: socat saw $FLOWS connections" eq "$(wc -l <"$work/digests")" "$FLOWS"
+  check "$name: each connection's SHA-256 is the stream's" \
+    eq "$(awk '{print $1}' "$work/digests" | sort -u)" "$(g '.stream_sha256 // "none"')"
+  echo "       $(g '"\(.segments) segments (\(.shared_payload_segments) with the payload by reference), \(.retransmits) retransmitted, \(.payload_gbit_s * 1000 | floor) Mbit/s, \(.arp_replies) ARP replies"')"
+}
+
+# The default: net_tap sends chained mbufs, so each data segment carries a slice of one
+# shared copy of the pattern by reference.
+run_case shared
+check "shared: every data segment carried its payload by reference" \
+  eq "$(jq -r '.shared_payload_segments == .segments' "$work/shared.json")" true
+check "shared: weir-gen says so" grep -q "payload shared by reference" "$work/shared.log"
+run_case copied --copy-payload
+check "copied: no segment carried its payload by reference" \
+  eq "$(jq -r .shared_payload_segments "$work/copied.json")" 0
 
 e2e_finish

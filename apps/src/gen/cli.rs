@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
 use serde_json::json;
@@ -94,6 +94,11 @@ pub struct GenArgs {
     /// Mbufs in the transmit pool.
     #[arg(long, value_name = "N", default_value_t = 32_767)]
     pub mbufs: u32,
+    /// Copy each segment's payload into its frame instead of chaining a slice of one
+    /// shared copy behind the headers by reference (the default when the port can send
+    /// chained mbufs).
+    #[arg(long)]
+    pub copy_payload: bool,
     /// Write the totals as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -179,6 +184,41 @@ fn seed() -> u64 {
     u64::from_le_bytes(b) ^ u64::from(std::process::id())
 }
 
+/// A pool whose data segments carry the payload pattern by reference (see
+/// [`super::pool`]): one read-only copy of the pattern, and `mbufs` data-less mbufs to
+/// point into it. `None` when the pattern is too long for one mbuf (periods above about
+/// 56,000 bytes): the payload is then copied.
+fn shared_pool(
+    eal: &Eal,
+    plain: dpdk::PortPool,
+    mbufs: u32,
+    cfg: &GenConfig,
+) -> Result<Option<GenPool>> {
+    let payload = super::payload::Payload::with_period(cfg.pattern_period as usize);
+    let bytes = payload.as_bytes();
+    let Some(room) = u16::try_from(bytes.len() + 128).ok() else {
+        return Ok(None);
+    };
+    let big = Mempool::new(eal, "weir_gen_pattern", 1, 0, room)
+        .context("creating the pool for the shared payload (or pass --copy-payload)")?;
+    let refs = Mempool::new(eal, "weir_gen_refs", mbufs, 256, 0)
+        .context("creating the pool of payload references (or pass --copy-payload)")?;
+    let mut m = big
+        .alloc_empty()
+        .ok_or_else(|| anyhow!("the shared payload's pool is empty"))?;
+    if !m.extend_from_slice(bytes) {
+        bail!("the shared payload does not fit its mbuf");
+    }
+    let data =
+        dpdk::SharedData::new(m).ok_or_else(|| anyhow!("the payload mbuf cannot be shared"))?;
+    Ok(Some(GenPool::with_shared(
+        plain,
+        refs,
+        data,
+        payload.period() as u64,
+    )))
+}
+
 /// The report as JSON (for `--json` and `weir-bench`).
 pub fn report_json(r: &GenReport) -> serde_json::Value {
     let s = &r.stats;
@@ -201,6 +241,7 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "timeouts": s.timeouts,
         "not_started": s.not_started,
         "alloc_failures": s.alloc_failures,
+        "shared_payload_segments": s.shared,
         "rx_ignored": s.rx_ignored,
         "arp_replies": s.arp_replies,
         "arp_replies_dropped": s.arp_replies_dropped,
@@ -304,15 +345,29 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     };
     let pool = Mempool::new(&eal, "weir_gen", args.mbufs, 256, dpdk::DEFAULT_DATA_ROOM)
         .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
-    let mut port = Port::configure(&eal, port_id, pool, &PortConfig::default())
+    let port_cfg = PortConfig {
+        multi_seg_tx: !args.copy_payload,
+        ..PortConfig::default()
+    };
+    let mut port = Port::configure(&eal, port_id, pool, &port_cfg)
         .with_context(|| format!("configuring port {port_id}"))?;
     port.start()
         .with_context(|| format!("starting port {port_id}"))?;
     cfg.src_mac = port.mac()?;
     let off = port.offloads();
     cfg.tx_csum_offload = off.tx_tcp_cksum() && off.tx_ipv4_cksum();
+    let gen_pool = match (off.tx_multi_segs(), args.copy_payload) {
+        (true, false) => shared_pool(&eal, pool.for_port(port_id), args.mbufs, &cfg)?,
+        _ => None,
+    };
+    let payload_mode = if gen_pool.is_some() {
+        "shared by reference"
+    } else {
+        "copied"
+    };
+    let gen_pool = gen_pool.unwrap_or_else(|| GenPool::plain(pool.for_port(port_id)));
     eprintln!(
-        "weir-gen {} on DPDK {}: port {port_id}, {} flows -> {}:{}, mss {}, ack counting {}, interleave {}, tx csum offload {}",
+        "weir-gen {} on DPDK {}: port {port_id}, {} flows -> {}:{}, mss {}, ack counting {}, interleave {}, tx csum offload {}, payload {payload_mode}",
         env!("CARGO_PKG_VERSION"),
         Eal::version(),
         cfg.flows,
@@ -332,7 +387,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     let mut io = GenIo {
         rx: port.rx_queue(0)?,
         tx: port.tx_queue(0)?,
-        pool: GenPool::plain(pool.for_port(port_id)),
+        pool: gen_pool,
         clock: Clock::new(&eal),
         // A real port: the receiving NIC gives its own checksum verdicts.
         nic_rx_checksum: false,

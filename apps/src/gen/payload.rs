@@ -99,6 +99,13 @@ impl Payload {
         Payload { period, buf, pre }
     }
 
+    /// The whole laid-out pattern: one period plus [`MAX_PAYLOAD`] (and two) bytes, so the
+    /// bytes at stream offset `off` start at `off % period` (what a copy of it shared by
+    /// reference must hold, see [`super::pool::GenPool::with_shared`]).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// The pattern's period in bytes.
     pub fn period(&self) -> usize {
         self.period

@@ -1,14 +1,23 @@
 //! Where weir-gen builds its frames: [`SegmentPool`], and [`GenPool`] on DPDK.
 //!
 //! The issue asked for segments "built from templates with the payload shared by reference
-//! count". weir-gen shares its payload differently, by stamping: a [`GenPool`] can hold a
-//! second mempool whose every mbuf was written once, at creation
+//! count", so that a segment costs its headers only. weir-gen does that two ways.
+//!
+//! **On a real port** (the `weir-gen` program; net_tap or a NIC), by reference count
+//! ([`GenPool::with_shared`], the default when the port can send chained mbufs): the
+//! pattern lives once in a read-only mbuf ([`dpdk::SharedData`]), and each data segment is
+//! a header mbuf with a slice of it chained behind ([`dpdk::Mbuf::chain_shared`]). The NIC
+//! reads the chain and puts one contiguous frame on the wire, and the references are taken
+//! and dropped on the generator's own core (at the build and at the transmit completion).
+//! `--copy-payload` copies the payload instead.
+//!
+//! **On the ring pair of `weir-bench e2e`**, by stamping: a [`GenPool`] can hold a second
+//! mempool whose every mbuf was written once, at creation
 //! ([`dpdk::Mempool::new_stamped`]), with the payload of a full segment right after where
 //! the headers go. A data segment whose payload equals the stamp (with the benchmark's
 //! pattern, every segment that starts at a multiple of the MSS: see
 //! [`super::payload::Payload::with_period`]) is allocated from that pool and only its
-//! [`super::sender::HDR_LEN`] header bytes are written. Why not a reference-counted
-//! payload mbuf chained behind a header mbuf:
+//! [`super::sender::HDR_LEN`] header bytes are written. A chain would be wrong there:
 //!
 //! - the receiver stands for a NIC's receive path, which hands over each frame in one
 //!   contiguous buffer; weir's `PacketBuf` is exactly that, so a two-segment chain would
@@ -25,7 +34,7 @@
 //! period (a short write's tail and what follows it) and control frames come from the
 //! plain pool, with their payload copied, so they never overwrite a stamp.
 
-use dpdk::{Mbuf, PortPool, StashPool};
+use dpdk::{Mbuf, Mempool, PortPool, SharedData, StashPool};
 use stack::buf::{BufPool, PacketBuf};
 
 use super::sender::HDR_LEN;
@@ -52,6 +61,14 @@ pub trait SegmentPool {
         let _ = len;
         None
     }
+    /// A frame whose first [`HDR_LEN`] bytes (its first segment) are for the headers and
+    /// whose next `len` bytes are the payload pattern's bytes at stream offset `off`,
+    /// carried by reference: the caller writes the headers only. `None` when the pool has
+    /// no shared payload, or cannot now (the caller then copies).
+    fn alloc_shared(&mut self, off: u64, len: usize) -> Option<Self::Buf> {
+        let _ = (off, len);
+        None
+    }
 }
 
 /// Any [`BufPool`] (in-memory tests, the lab's simulator) is a pool without a stamp.
@@ -70,6 +87,7 @@ pub struct GenPool {
     // freed them on its core).
     plain: StashPool,
     stamped: Option<(StashPool, Vec<u8>)>,
+    shared: Option<Shared>,
     allocs: u64,
     damaged: u64,
 }
@@ -80,8 +98,30 @@ impl GenPool {
         GenPool {
             plain: StashPool::new(plain),
             stamped: None,
+            shared: None,
             allocs: 0,
             damaged: 0,
+        }
+    }
+
+    /// `plain` for every frame's first segment, with data segments' payloads carried by
+    /// reference: `pattern` holds the payload pattern laid out as
+    /// [`super::payload::Payload`] lays it out for period `period` (a stream offset's bytes
+    /// start at `offset % period`), and each segment takes an mbuf from `refs` (data room
+    /// unused) to point into it. For a port that sends chained mbufs.
+    pub fn with_shared(
+        plain: PortPool,
+        refs: Mempool,
+        pattern: SharedData,
+        period: u64,
+    ) -> GenPool {
+        GenPool {
+            shared: Some(Shared {
+                data: pattern,
+                refs,
+                period: period.max(1),
+            }),
+            ..GenPool::plain(plain)
         }
     }
 
@@ -92,6 +132,7 @@ impl GenPool {
         GenPool {
             plain: StashPool::new(plain),
             stamped: Some((StashPool::new(stamped), stamp)),
+            shared: None,
             allocs: 0,
             damaged: 0,
         }
@@ -123,8 +164,23 @@ impl GenPool {
     }
 }
 
+/// A payload pattern shared by reference (see the module documentation).
+#[derive(Debug)]
+struct Shared {
+    data: SharedData,
+    refs: Mempool,
+    period: u64,
+}
+
 impl SegmentPool for GenPool {
     type Buf = Mbuf;
+    fn alloc_shared(&mut self, off: u64, len: usize) -> Option<Mbuf> {
+        let sh = self.shared.as_ref()?;
+        let start = u16::try_from(off % sh.period).ok()?;
+        let len = u16::try_from(len).ok()?;
+        let mut m = BufPool::alloc(&mut self.plain, HDR_LEN)?;
+        m.chain_shared(&sh.refs, &sh.data, start, len).then_some(m)
+    }
     fn alloc(&mut self, len: usize) -> Option<Mbuf> {
         BufPool::alloc(&mut self.plain, len)
     }

@@ -183,14 +183,17 @@ pub struct GenStats {
     /// ARP replies sent: the receiver asked for one of the flows' source addresses (a
     /// kernel confirms the address of a peer it sends to every few seconds).
     pub arp_replies: u64,
-    /// ARP requests for the flows' addresses not answered: more than
-    /// [`ARP_REPLIES_PENDING`] waited at once, or no buffer was free.
+    /// ARP requests for the flows' addresses not answered: more than 16 waited at once,
+    /// or no buffer was free.
     pub arp_replies_dropped: u64,
     /// Segments not built because the buffer pool was empty.
     pub alloc_failures: u64,
     /// Data segments built in a stamped buffer: headers written, payload already there
     /// (see [`super::pool`]).
     pub stamped: u64,
+    /// Data segments whose payload went by reference: a header buffer with a slice of
+    /// the shared pattern chained behind (see [`super::pool`]).
+    pub shared: u64,
     /// Bursts (or whole transfers) that reached full rate: the window stopped being the
     /// limit (not cwnd-limited, or at `--max-cwnd`, or at the receiver's window).
     pub ramps: u64,
@@ -1132,7 +1135,7 @@ impl Sender {
     /// Builds a data segment (or the FIN when `len` is 0 and `fin_or_psh` is set) from
     /// the flow's template: copy the header, patch it, checksum (the payload's sum comes
     /// from [`Payload::sum`]). The payload is copied too, unless the pool has a stamped
-    /// buffer that holds it already (see [`super::pool`]).
+    /// buffer that holds it already or carries it by reference (see [`super::pool`]).
     fn build_segment<P: SegmentPool>(
         &mut self,
         i: u32,
@@ -1146,9 +1149,17 @@ impl Sender {
         let stamped = len > 0
             && len <= self.stamp_len
             && floor_to(&mut f.stamp_base, off, self.payload.period() as u64) == off;
+        let shared = if stamped || len == 0 {
+            None
+        } else {
+            pool.alloc_shared(off, len)
+        };
         let mut b = if stamped {
             let b = pool.alloc_stamped(len)?;
             self.stats.stamped += 1;
+            b
+        } else if let Some(b) = shared {
+            self.stats.shared += 1;
             b
         } else {
             let mut b = pool.alloc(HDR_LEN + len)?;
