@@ -47,8 +47,6 @@ enum Want {
     Tcp(T),
     /// Parsed, then dropped by TCP for this reason and answered with a RST.
     TcpRst(T),
-    /// Parsed; TCP answered with a challenge ACK and counted it (RFC 5961).
-    Challenge,
     /// Parsed; TCP dropped it for this reason and answered with a challenge ACK.
     TcpChallenge(T),
 }
@@ -547,7 +545,7 @@ fn cases(sim: &Sim, target: &Client) -> Vec<Case> {
         "RST inside the window but not exact (RFC 5961 §3.2)",
         at(rcv_nxt + 100, TcpFlags::RST, b""),
         SW,
-        Want::Challenge,
+        Want::TcpChallenge(T::RstInWindow),
     );
     add(
         "SYN inside the window (RFC 5961 §4.2)",
@@ -630,7 +628,6 @@ fn malformed_and_hostile_frames_each_counted_under_their_own_reason() {
             Want::Tcp(r) | Want::TcpRst(r) | Want::TcpChallenge(r) => {
                 vec![(format!("tcp.{}", r.name()), 1)]
             }
-            Want::Challenge => vec![],
         };
         assert_eq!(diff, want, "case {:?}: drops counted", case.name);
         let is_tcp = !matches!(case.want, Want::Parse(_));
@@ -649,7 +646,7 @@ fn malformed_and_hostile_frames_each_counted_under_their_own_reason() {
                 case.name
             );
         }
-        let challenged = matches!(case.want, Want::Challenge | Want::TcpChallenge(_));
+        let challenged = matches!(case.want, Want::TcpChallenge(_));
         assert_eq!(
             challenges,
             u64::from(challenged),

@@ -449,6 +449,7 @@ impl<B: PacketBuf> Conn<B> {
                 ctx.stats.resets_received += 1;
                 self.reset(ctx, true);
             } else {
+                ctx.stats.dropped(DropReason::RstInWindow);
                 self.challenge(now, ctx);
             }
             return;

@@ -208,6 +208,9 @@ pub enum DropReason {
     BeyondWindow,
     /// RST outside the window (RFC 5961 §3.2).
     RstOutOfWindow,
+    /// RST inside the window but not at RCV.NXT: answered with a challenge ACK instead of
+    /// a reset (RFC 5961 §3.2).
+    RstInWindow,
     /// SYN on a synchronized connection (RFC 5961 §4.2).
     SynInWindow,
     /// ACK number outside SND.UNA - MAX.SND.WND ..= SND.NXT (RFC 5961 §5.2).
@@ -248,11 +251,12 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 22] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::Paws,
         DropReason::OutOfWindow,
         DropReason::BeyondWindow,
         DropReason::RstOutOfWindow,
+        DropReason::RstInWindow,
         DropReason::SynInWindow,
         DropReason::BadAck,
         DropReason::NoAck,
@@ -279,6 +283,7 @@ impl DropReason {
             DropReason::OutOfWindow => "out_of_window",
             DropReason::BeyondWindow => "beyond_window",
             DropReason::RstOutOfWindow => "rst_out_of_window",
+            DropReason::RstInWindow => "rst_in_window",
             DropReason::SynInWindow => "syn_in_window",
             DropReason::BadAck => "bad_ack",
             DropReason::NoAck => "no_ack",
@@ -336,7 +341,7 @@ pub struct TcpStats {
     pub syn_cookies_accepted: u64,
     /// SYNs answered (half-open entries created or cookies sent).
     pub syns_received: u64,
-    drops: [u64; 22],
+    drops: [u64; 23],
 }
 
 impl TcpStats {
