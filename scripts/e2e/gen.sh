@@ -30,6 +30,11 @@ tapns_create
 # Each connection's SHA-256, one line per connection (appends of one short line each).
 tapns_spawn "$work/socat.log" socat -u TCP4-LISTEN:5001,reuseaddr,fork \
   SYSTEM:"sha256sum >>$work/digests"
+for _ in $(seq 100); do
+  [ -n "$(tapns_exec ss -Hltn '( sport = :5001 )')" ] && break
+  sleep 0.05
+done
+[ -n "$(tapns_exec ss -Hltn '( sport = :5001 )')" ] || die "socat is not listening on port 5001 (see $work/socat.log)"
 
 # run_case NAME [weir-gen options...]: one weir-gen run to the kernel and its checks.
 run_case() {
