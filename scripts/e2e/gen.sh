@@ -27,6 +27,8 @@ echo "== building weir-gen (release)"
 cargo build --release -q -p apps --bin weir-gen
 
 tapns_create
+# tapns_create's exit trap replaces e2e_init's: do both.
+trap 'tapns_cleanup; rm -rf "$work"' EXIT
 # Each connection's SHA-256, one line per connection (appends of one short line each).
 tapns_spawn "$work/socat.log" socat -u TCP4-LISTEN:5001,reuseaddr,fork \
   SYSTEM:"sha256sum >>$work/digests"
