@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 . scripts/lib/e2e.sh
 
 GEN=${GEN:-${CARGO_TARGET_DIR:-target}/release/weir-gen}
-# Long enough (a few seconds at ~1 Gbit/s) for the kernel to probe weir-gen's address.
+# Long enough (seconds at ~2 Gbit/s) that the neighbour flush below lands mid-transfer.
 FLOWS=4 MB=150
 if [ "${1:-}" = "--quick" ]; then MB=60; fi
 BYTES=$((MB * 1000 * 1000))

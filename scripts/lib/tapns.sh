@@ -67,12 +67,12 @@ tapns_spawn() {
   TAPNS_PIDS+=("$TAPNS_LAST_PID")
 }
 
-# tapns_wait_tap [SECONDS]: waits for weir-sink's tap to appear, then gives the kernel its
+# tapns_wait_tap [SECONDS]: waits for the DPDK program's tap to appear, then gives the kernel its
 # addresses on it.
 tapns_wait_tap() {
   local deadline=$((SECONDS + ${1:-60}))
   until ip -n "$WEIR_NS" link show "$WEIR_TAP" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || die "weir-sink did not create $WEIR_TAP in time (see its log)"
+    [ $SECONDS -lt $deadline ] || die "the DPDK program (weir-sink or weir-gen) did not create $WEIR_TAP in time (see its log)"
     sleep 0.2
   done
   # No IPv6 duplicate-address detection delay: the address is usable at once.
