@@ -639,10 +639,9 @@ pub fn run(o: &Options) -> Result<()> {
         // Context for the target, not part of it: the stack against the drop loop that
         // also reads the header lines, and how long GRO's runs can be at this window.
         let headers = at64(Mode::Headers, cps);
+        let rate = at64(Mode::Stack, |s| s.seg_per_s).unwrap_or(0.0);
         let bound = match o.interleave {
-            Interleave::Segment => {
-                at64(Mode::Stack, |s| s.seg_per_s).map(|r| runs_bound(o.gro_flush_ns, r, 64))
-            }
+            Interleave::Segment => Some(runs_bound(o.gro_flush_ns, rate, 64)),
             Interleave::Train(_) => None,
         };
         let unit = at64(Mode::Stack, |s| s.seg_per_unit);
@@ -672,7 +671,7 @@ pub fn run(o: &Options) -> Result<()> {
                 println!(
                     "  for reference: in a {} ns window at {:.2} M segments/s a run of one of 64 interleaved flows gathers about {b:.1} segments (measured {u:.1} per unit)",
                     o.gro_flush_ns,
-                    at64(Mode::Stack, |s| s.seg_per_s).unwrap_or(0.0) / 1e6
+                    rate / 1e6
                 );
             }
         }

@@ -105,6 +105,16 @@ impl<B: PacketBuf> Pipeline<B> {
     /// burst too when the queue returned nothing: that tells GRO the queue is drained
     /// (see `GroConfig::busy_hold_ns`).
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
+        if burst.is_empty() {
+            // Nothing to feed (an idle iteration): GRO only learns the queue drained and
+            // flushes what that makes due, once.
+            if let Some(gro) = &mut self.gro {
+                gro.set_backlogged(false);
+                let tcp = &mut self.tcp;
+                gro.end_of_burst(now, &mut |seg| tcp.handle_segment(now, seg));
+            }
+            return;
+        }
         // The frames' descriptors are fetched together, while due runs are flushed.
         for buf in burst.iter() {
             buf.prefetch_descriptor();

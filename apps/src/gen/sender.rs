@@ -741,7 +741,11 @@ impl Sender {
         let from_receiver = p.sender_ip() == self.cfg.dst_ip.octets();
         match p.operation() {
             arp::OP_REPLY if from_receiver => self.learn_dst_mac(p.sender_mac()),
-            arp::OP_REQUEST if self.cfg.owns_ip(Ipv4Addr::from(p.target_ip())) => {
+            // As weir-sink's parser (`parse_arp`): no reply to a group sender address.
+            arp::OP_REQUEST
+                if self.cfg.owns_ip(Ipv4Addr::from(p.target_ip()))
+                    && !ethernet::is_group(&p.sender_mac()) =>
+            {
                 // The receiver's request names its MAC as well (RFC 826 merges it).
                 if from_receiver {
                     self.learn_dst_mac(p.sender_mac());
