@@ -242,6 +242,30 @@ fn given_on_command_line(arg: &Arg, cli: &[String]) -> bool {
     })
 }
 
+/// A configuration file for one test: its own name (tests run in parallel), removed when
+/// dropped, whatever the test's outcome.
+#[cfg(test)]
+struct TempToml(PathBuf);
+
+#[cfg(test)]
+impl TempToml {
+    fn new(text: &str) -> TempToml {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("weir-cfg-{}-{n}.toml", std::process::id()));
+        std::fs::write(&p, text).expect("temp file");
+        TempToml(p)
+    }
+}
+
+#[cfg(test)]
+impl Drop for TempToml {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,18 +290,14 @@ mod tests {
     }
 
     fn parse(text: &str, cli: &[&str]) -> Result<Opts, String> {
-        let dir = std::env::temp_dir().join(format!("weir-config-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let file = dir.join(format!("{:x}.toml", text.len() * 31 + cli.len()));
-        std::fs::write(&file, text).map_err(|e| e.to_string())?;
+        let file = TempToml::new(text);
         let mut argv = vec![
             "prog".to_owned(),
             "--config".to_owned(),
-            file.display().to_string(),
+            file.0.display().to_string(),
         ];
         argv.extend(cli.iter().map(|s| s.to_string()));
         let argv = apply(argv, &Opts::command()).map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_file(&file);
         Opts::try_parse_from(argv).map_err(|e| e.to_string())
     }
 
@@ -373,26 +393,19 @@ mod program_tests {
     use super::*;
     use clap::CommandFactory;
 
-    fn argv(file: &Path, extra: &[&str]) -> Vec<String> {
+    fn argv(file: &TempToml, extra: &[&str]) -> Vec<String> {
         let mut v = vec![
             "prog".to_owned(),
             "--config".to_owned(),
-            file.display().to_string(),
+            file.0.display().to_string(),
         ];
         v.extend(extra.iter().map(|s| s.to_string()));
         v
     }
 
-    fn write(name: &str, text: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("weir-cfg-{}-{name}.toml", std::process::id()));
-        std::fs::write(&p, text).expect("temp file");
-        p
-    }
-
     #[test]
     fn weir_sink_options() {
-        let f = write(
-            "sink",
+        let f = TempToml::new(
             "port = [5001, 5002]\ngro_flush_ns = 50000\nack_policy = \"every:2\"\nquiet = true\npcap_snaplen = 128\nmetrics = \"127.0.0.1:9108\"\n",
         );
         let v = apply(
@@ -406,21 +419,21 @@ mod program_tests {
         assert!(a.quiet);
         assert_eq!(a.pcap_snaplen, 128);
         assert_eq!(a.ack_policy.to_string(), "every:2");
-        let f = write("sink-bad", "gro_flush = 1\n");
+        let f = TempToml::new("gro_flush = 1\n");
         let e = apply(argv(&f, &[]), &crate::sink::SinkArgs::command()).expect_err("unknown");
         assert!(e.to_string().contains("unknown key 'gro_flush'"), "{e}");
-        let f = write("sink-badval", "ack_policy = \"sometimes\"\n");
+        let f = TempToml::new("ack_policy = \"sometimes\"\n");
         let e = apply(argv(&f, &[]), &crate::sink::SinkArgs::command()).expect_err("bad");
         assert!(e.to_string().contains("key 'ack_policy'"), "{e}");
     }
 
     #[test]
     fn weir_gen_options() {
-        let f = write("gen", "flows = 64\n");
+        let f = TempToml::new("flows = 64\n");
         let v = apply(argv(&f, &[]), &crate::gen::cli::GenArgs::command()).expect("valid");
         let a = <crate::gen::cli::GenArgs as clap::Parser>::try_parse_from(v).expect("parses");
         assert_eq!(a.flows, 64);
-        let f = write("gen-bad", "flowz = 64\n");
+        let f = TempToml::new("flowz = 64\n");
         let e = apply(argv(&f, &[]), &crate::gen::cli::GenArgs::command()).expect_err("unknown");
         assert!(e.to_string().contains("unknown key 'flowz'"), "{e}");
     }

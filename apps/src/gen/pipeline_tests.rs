@@ -321,7 +321,10 @@ fn arp_requests_from_a_group_address_are_not_answered() {
     let mut pool = VecPool::new(8, 2048);
     let mut out: Burst<VecBuf> = Burst::new();
     let now = Instant::from_nanos(1);
-    s.handle_rx(now, &arp_request([0x01, 0, 0x5e, 0, 0, 1], c.dst_ip, c.src_ip));
+    s.handle_rx(
+        now,
+        &arp_request([0x01, 0, 0x5e, 0, 0, 1], c.dst_ip, c.src_ip),
+    );
     s.poll_tx(now, &mut pool, &mut out);
     assert!(arp_replies(&out).is_empty());
     assert_eq!(s.stats().arp_replies, 0);
