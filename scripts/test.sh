@@ -80,6 +80,7 @@ fi
 
 # ---- Steps (append new ones at the end of this list) ----
 step "stack has no DPDK dependency" stack_has_no_dpdk
+step "rustfmt (workspace, --check)" cargo fmt --all -- --check
 step "clippy (workspace, all targets, -D warnings)" \
   cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test --workspace" cargo test --workspace --no-fail-fast
