@@ -111,24 +111,50 @@ impl Payload {
         self.period
     }
 
+    /// Where stream offset `off` falls in the period: the `start` that
+    /// [`Payload::bytes_from`] and [`Payload::sum_from`] take (one 64-bit division; a
+    /// caller stepping through a stream can keep the period's last multiple instead).
+    #[inline]
+    pub fn start(&self, off: u64) -> usize {
+        (off % self.period as u64) as usize
+    }
+
     /// The `len` payload bytes at stream offset `off` (`len` ≤ [`MAX_PAYLOAD`]).
     #[inline]
     pub fn bytes(&self, off: u64, len: usize) -> &[u8] {
-        let s = (off % self.period as u64) as usize;
-        self.buf.get(s..s + len).unwrap_or(&[])
+        self.bytes_from(self.start(off), len)
+    }
+
+    /// [`Payload::bytes`] at an offset whose place in the period is `start`
+    /// (< [`Payload::period`]; empty otherwise).
+    #[inline]
+    pub fn bytes_from(&self, start: usize, len: usize) -> &[u8] {
+        if start >= self.period {
+            return &[];
+        }
+        self.buf.get(start..start + len).unwrap_or(&[])
     }
 
     /// The folded one's complement sum of [`Payload::bytes`]`(off, len)`, as if the slice
     /// started at an even offset of the TCP segment (the TCP header is 32 bytes).
     #[inline]
     pub fn sum(&self, off: u64, len: usize) -> u16 {
-        let s = (off % self.period as u64) as usize;
-        if s % 2 == 0 {
-            checksum::fold(self.even_sum(s, len))
+        self.sum_from(self.start(off), len)
+    }
+
+    /// [`Payload::sum`] at an offset whose place in the period is `start`
+    /// (< [`Payload::period`]; `len` ≤ [`MAX_PAYLOAD`]; 0 outside those).
+    #[inline]
+    pub fn sum_from(&self, start: usize, len: usize) -> u16 {
+        if start >= self.period || len > MAX_PAYLOAD {
+            return 0;
+        }
+        if start % 2 == 0 {
+            checksum::fold(self.even_sum(start, len))
         } else {
             // Start one byte earlier (even), remove that byte's contribution: what is left
             // is the sum with every byte in the other half of its word, i.e. byte-swapped.
-            let e = s - 1;
+            let e = start - 1;
             let x = self.even_sum(e, len + 1) - (u64::from(self.buf[e]) << 8);
             checksum::fold(x).swap_bytes()
         }
@@ -182,6 +208,22 @@ mod tests {
         // With the MSS as period, every segment at a multiple of the MSS is the same.
         let p = Payload::with_period(1448);
         assert_eq!(p.bytes(0, 1448), p.bytes(1448 * 77, 1448));
+    }
+
+    /// The `_from` forms take the place in the period that `start` gives, and refuse
+    /// one outside it rather than read past the pattern.
+    #[test]
+    fn from_forms_agree_and_refuse_out_of_range() {
+        let p = Payload::with_period(1448);
+        for off in [0u64, 1, 1447, 1448, 1449, 1448 * 1000 + 3, 1 << 40] {
+            let s = p.start(off);
+            assert!(s < 1448);
+            assert_eq!(p.bytes_from(s, 1448), p.bytes(off, 1448));
+            assert_eq!(p.sum_from(s, 1448), p.sum(off, 1448));
+        }
+        assert!(p.bytes_from(1448, 1).is_empty());
+        assert_eq!(p.sum_from(1448, 1), 0);
+        assert_eq!(p.sum_from(0, MAX_PAYLOAD + 1), 0);
     }
 
     #[test]

@@ -1150,9 +1150,13 @@ impl Sender {
         pool: &mut P,
     ) -> Option<P::Buf> {
         let f = &mut self.flows[i as usize];
-        let stamped = len > 0
-            && len <= self.stamp_len
-            && floor_to(&mut f.stamp_base, off, self.payload.period() as u64) == off;
+        // Where the payload starts in the pattern's period, without dividing per segment.
+        let start = if len > 0 {
+            (off - floor_to(&mut f.stamp_base, off, self.payload.period() as u64)) as usize
+        } else {
+            0
+        };
+        let stamped = len > 0 && len <= self.stamp_len && start == 0;
         let shared = if stamped || len == 0 {
             None
         } else {
@@ -1167,7 +1171,8 @@ impl Sender {
             b
         } else {
             let mut b = pool.alloc(HDR_LEN + len)?;
-            b.data_mut()[HDR_LEN..HDR_LEN + len].copy_from_slice(self.payload.bytes(off, len));
+            b.data_mut()[HDR_LEN..HDR_LEN + len]
+                .copy_from_slice(self.payload.bytes_from(start, len));
             b
         };
         let d = b.data_mut();
@@ -1217,7 +1222,7 @@ impl Sender {
                 + u64::from(flags.0)
                 + words(ts)
                 + words(f.ts_recent);
-            let sum = hdr + u64::from(self.payload.sum(off, len));
+            let sum = hdr + u64::from(self.payload.sum_from(start, len));
             d[TCP + 16..TCP + 18].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
         }
         Some(b)
