@@ -13,11 +13,35 @@
 # verifies a payload checksum; weir's run models a NIC's RX checksum offload the same way
 # (see `weir-bench e2e --help`, `--sw-checksum`). Addresses from 198.18.0.0/15 only,
 # inside the namespaces. Builds into $CARGO_TARGET_DIR (default /tmp/t-lab, common.sh).
+#
+# Memory: weir's mbufs go on 2 MiB hugepages, as DPDK is deployed (the script reserves
+# 1 GB with scripts/setup-hugepages.sh first). The kernel's packet buffers already live in
+# its direct map, which is mapped with large pages, so 4 KiB pages would charge weir TLB
+# misses the kernel does not pay. HUGEPAGES=auto (default) falls back to 4 KiB pages
+# (--no-huge) when hugepages cannot be reserved and says so; HUGEPAGES=1 stops instead;
+# HUGEPAGES=0 uses 4 KiB pages. The model line and the report name the memory used.
 . "$(dirname "$0")/common.sh"
 SECS="${SECS:-10}"
+HUGEPAGES="${HUGEPAGES:-auto}"
+case "$HUGEPAGES" in
+  auto|0|1) ;;
+  *) echo "compare-kernel.sh: HUGEPAGES must be auto, 1 or 0, got '$HUGEPAGES'" >&2; exit 2 ;;
+esac
 lab_build
+HUGE_FLAG=""
+if [ "$HUGEPAGES" != 0 ]; then
+  if scripts/setup-hugepages.sh 1024; then
+    HUGE_FLAG="--hugepages"
+  elif [ "$HUGEPAGES" = 1 ]; then
+    echo "compare-kernel.sh: error: HUGEPAGES=1 but hugepages could not be reserved (above); HUGEPAGES=0 runs weir on 4 KiB pages" >&2
+    exit 1
+  else
+    echo "compare-kernel.sh: NOTE: hugepages could not be reserved (above): weir runs on 4 KiB pages (--no-huge), which costs it TLB misses the kernel does not pay" >&2
+  fi
+fi
 A=weirlab-a-$$; B=weirlab-b-$$
-cleanup() { ip netns del "$A" 2>/dev/null || true; ip netns del "$B" 2>/dev/null || true; }
+WERR=$(mktemp)
+cleanup() { ip netns del "$A" 2>/dev/null || true; ip netns del "$B" 2>/dev/null || true; rm -f "$WERR"; }
 trap cleanup EXIT
 ip netns add "$A"; ip netns add "$B"
 ip -n "$A" link add veth-a type veth peer name veth-b netns "$B"
@@ -37,9 +61,13 @@ rx_packets() { ip netns exec "$B" cat /sys/class/net/veth-b/statistics/rx_packet
 # Both sides at the same flow counts: iperf -P N streams against weir-gen's N flows.
 FLOW_COUNTS="${FLOW_COUNTS:-1 64}"
 # GRO_FLUSH_NS: weir's GRO window (default weir-sink's 20 us; the model line says which).
-WJSON=$("$BENCH" e2e --json --flows "$(echo $FLOW_COUNTS | tr ' ' ,)" --seconds 3 --runs 3 --only stack \
+if ! WJSON=$("$BENCH" e2e --json --flows "$(echo $FLOW_COUNTS | tr ' ' ,)" --seconds 3 --runs 3 --only stack $HUGE_FLAG \
   ${GRO_FLUSH_NS:+--gro-flush-ns "$GRO_FLUSH_NS"} \
-  ${GRO_BUSY_HOLD_NS:+--gro-busy-hold-ns "$GRO_BUSY_HOLD_NS"} 2>/dev/null)
+  ${GRO_BUSY_HOLD_NS:+--gro-busy-hold-ns "$GRO_BUSY_HOLD_NS"} 2>"$WERR"); then
+  echo "compare-kernel.sh: error: weir-bench e2e failed:" >&2
+  tail -20 "$WERR" >&2
+  exit 1
+fi
 MODEL=$(echo "$WJSON" | jq -r 'select(.model) | .model')
 ROWS=""
 for N in $FLOW_COUNTS; do
