@@ -95,9 +95,14 @@ for N in $FLOW_COUNTS; do
 "
 done
 kill "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true
+if [ -n "$HUGE_FLAG" ]; then
+  MEMNOTE="weir's mbufs are on 2 MiB hugepages, as DPDK is deployed: the kernel's packet buffers are in its direct map, which is mapped with large pages (\`HUGEPAGES=0\` runs weir on 4 KiB pages)."
+else
+  MEMNOTE="weir's mbufs are on 4 KiB pages (--no-huge; HUGEPAGES=$HUGEPAGES), which costs it TLB misses the kernel, whose buffers are in its large-page direct map, does not pay."
+fi
 echo "weir model: $MODEL"
 {
-  echo "Kernel: iperf (\`-P N\` streams, ${SECS} s each) between two namespaces over veth, MTU 1500, TSO/GSO off on the sender, GRO on at the receiver; rate = the larger of the receiving veth's RX packet counter and iperf's bytes / 1,448 (with many streams the counter reads lower: it is then not a segment count). weir: \`weir-bench e2e --only stack\` with the same number of flows, median of 3 rounds of 3 s ($MODEL). Load at start: $LOAD."
+  echo "Kernel: iperf (\`-P N\` streams, ${SECS} s each) between two namespaces over veth, MTU 1500, TSO/GSO off on the sender, GRO on at the receiver; rate = the larger of the receiving veth's RX packet counter and iperf's bytes / 1,448 (with many streams the counter reads lower: it is then not a segment count). weir: \`weir-bench e2e --only stack\` with the same number of flows, median of 3 rounds of 3 s ($MODEL). Load at start: $LOAD. $MEMNOTE"
   echo
   echo "| flows | Linux -> Linux (veth) frames/s | iperf bytes/1,448 per s | weir-gen -> weir-sink (ring) segments/s | weir receiver cycles/segment | ratio (target >= 10x) |"
   echo "|---:|---:|---:|---:|---:|---|"
