@@ -6,8 +6,9 @@
 # digest weir-gen prints), every flow must close cleanly, and weir-gen must answer the
 # kernel's ARP requests for its address: the kernel forgets the address once the first
 # connection is up (a neighbour flush) and re-confirms it every second (the sysctls
-# below); without replies its ACKs stop and the run fails. Fails (never skips) without
-# root/tun.
+# below); without replies its ACKs stop and the run fails. A last case sends to an address
+# nothing answers: weir-gen must stop by itself and fail, naming the address. Fails (never
+# skips) without root/tun.
 #
 #   scripts/e2e/gen.sh [--quick]
 set -euo pipefail
@@ -103,5 +104,35 @@ check "shared: weir-gen says so" grep -q "payload shared by reference" "$work/sh
 run_case copied --copy-payload
 check "copied: no segment carried its payload by reference" \
   eq "$(jq -r .shared_payload_segments "$work/copied.json")" 0
+
+# An address nothing in the namespace has: weir-gen must stop when its duration ends and
+# fail, naming the cause, rather than report a clean run of flows that "never started".
+NOBODY=198.18.0.99
+echo "== case unanswered: weir-gen to $NOBODY, which nothing answers, for 2 s"
+tapns_spawn "$work/unanswered.log" "$GEN" --tap-iface "$WEIR_TAP" --src-ip "$WEIR_IP4" \
+  --dst-ip "$NOBODY" --dst-port 5001 --flows "$FLOWS" --duration 2 \
+  --json "$work/unanswered.json" --quiet
+gen_pid=$TAPNS_LAST_PID
+tapns_wait_tap
+rc=0 ended=yes
+deadline=$((SECONDS + 60))
+while kill -0 "$gen_pid" 2>/dev/null; do
+  if [ $SECONDS -ge $deadline ]; then
+    ended=no
+    kill -INT "$gen_pid" 2>/dev/null || true
+    break
+  fi
+  sleep 0.2
+done
+wait "$gen_pid" || rc=$?
+grep -E '^weir-gen' "$work/unanswered.log" | sed 's/^/       /'
+check "unanswered: weir-gen ended on its own within 60 s" eq "$ended" yes
+check "unanswered: weir-gen exits 1" eq "$rc" 1
+check "unanswered: the JSON says the address never resolved" \
+  eq "$(jq -r '.unresolved // -1' "$work/unanswered.json")" 1
+check "unanswered: every flow timed out, none 'never started'" \
+  eq "$(jq -r '"\(.timeouts) \(.not_started)"' "$work/unanswered.json")" "$FLOWS 0"
+check "unanswered: the error names the address" \
+  grep -q "nothing answered ARP for $NOBODY" "$work/unanswered.log"
 
 e2e_finish

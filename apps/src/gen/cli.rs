@@ -45,7 +45,9 @@ pub struct GenArgs {
     /// The receiver's TCP port.
     #[arg(long, value_name = "N", default_value_t = 5001)]
     pub dst_port: u16,
-    /// The receiver's MAC (aa:bb:cc:dd:ee:ff); default: resolve it with ARP.
+    /// The receiver's MAC (aa:bb:cc:dd:ee:ff); default: resolve it with ARP, asking every
+    /// 100 ms. With no reply within 30 s (or before --duration ends) every flow fails and
+    /// weir-gen exits 1, naming the address.
     #[arg(long, value_name = "MAC", value_parser = parse_mac)]
     pub dst_mac: Option<[u8; 6]>,
     /// Payload bytes of a full segment (1448 = a 1500-byte MTU with timestamps).
@@ -240,6 +242,7 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "resets": s.resets,
         "timeouts": s.timeouts,
         "not_started": s.not_started,
+        "unresolved": s.unresolved,
         "alloc_failures": s.alloc_failures,
         "shared_payload_segments": s.shared,
         "rx_ignored": s.rx_ignored,
@@ -407,6 +410,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
             cfg.bytes_per_flow.unwrap_or(0)
         );
     }
+    let dst_ip = cfg.dst_ip;
     let mut sender = Sender::new(cfg);
     let quiet = args.quiet;
     // A bar over the sending time when it is known (hidden when stderr is not a
@@ -457,6 +461,14 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         pb.finish_and_clear();
     }
     println!("{}", summary(&report));
+    if report.stats.unresolved > 0 {
+        eprintln!(
+            "weir-gen: error: nothing answered ARP for {dst_ip} on port {port_id} ({:.1} s of \
+             requests, one every 100 ms): is the receiver running there, and is --dst-ip its \
+             address?",
+            report.elapsed_ns as f64 / 1e9
+        );
+    }
     if let Some(path) = &args.json {
         let mut j = report_json(&report);
         if let (Some(d), Some(o)) = (&stream_sha256, j.as_object_mut()) {
@@ -467,4 +479,23 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     }
     let s = &report.stats;
     Ok(report.finished && s.resets == 0 && s.timeouts == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `--dst-mac`'s help states how long the ARP resolution lasts: the sender's limit.
+    #[test]
+    fn dst_mac_help_states_the_arp_limit() {
+        let cmd = GenArgs::command();
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "dst_mac")
+            .expect("--dst-mac");
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        let secs = crate::gen::ARP_GIVE_UP.as_nanos() / 1_000_000_000;
+        assert!(help.contains(&format!("within {secs} s")), "{help}");
+    }
 }

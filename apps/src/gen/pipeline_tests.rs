@@ -138,6 +138,7 @@ fn transfers_arrive_in_order_and_close_cleanly() {
         assert_eq!(s.closed, 5, "{s:?}");
         assert_eq!(o.closed, 5);
         assert_eq!(s.retransmits, 0, "{s:?}");
+        assert_eq!(s.unresolved, 0, "{s:?}");
         let want = stream_digest(bytes);
         assert_eq!(o.digests.len(), 5);
         for (port, (n, d)) in &o.digests {
@@ -329,4 +330,67 @@ fn arp_requests_from_a_group_address_are_not_answered() {
     assert!(arp_replies(&out).is_empty());
     assert_eq!(s.stats().arp_replies, 0);
     assert_eq!(s.stats().rx_ignored, 1);
+}
+
+/// Drives a sender whose receiver never answers ARP, 100 ms a step, until it is done or
+/// `limit` has passed: (frames it sent, of which ARP requests, when it finished).
+fn run_unanswered(s: &mut Sender, limit: Duration) -> (usize, usize, Option<Instant>) {
+    use stack::wire::ethernet::{self, ethertype};
+    let mut pool = VecPool::new(64, 2048);
+    let start = Instant::from_nanos(1_000_000);
+    let (mut frames, mut arps) = (0, 0);
+    let mut now = start;
+    while now.saturating_since(start) <= limit {
+        s.handle_timeout(now);
+        let mut out: Burst<VecBuf> = Burst::new();
+        s.poll_tx(now, &mut pool, &mut out);
+        for b in out.drain(..) {
+            frames += 1;
+            if b.data()[ethernet::field::ETHERTYPE] == ethertype::ARP.to_be_bytes() {
+                arps += 1;
+            }
+        }
+        if s.is_done() {
+            return (frames, arps, Some(now));
+        }
+        now += Duration::from_millis(100);
+    }
+    (frames, arps, None)
+}
+
+#[test]
+fn an_unanswered_receiver_address_fails_every_flow_in_bounded_time() {
+    // A byte count and no duration: the generator gives up after ARP_GIVE_UP.
+    let c = GenConfig {
+        dst_mac: None,
+        ..cfg(3, 1000)
+    };
+    let mut s = Sender::new(c);
+    let (frames, arps, done) = run_unanswered(&mut s, ARP_GIVE_UP + Duration::from_secs(5));
+    let done = done.expect("the sender gives up");
+    assert!(done.saturating_since(Instant::from_nanos(1_000_000)) >= ARP_GIVE_UP);
+    assert_eq!(frames, arps, "nothing but ARP requests is sent");
+    assert!(arps >= 100, "it kept asking: {arps} requests");
+    let st = s.stats();
+    assert_eq!(st.unresolved, 1);
+    assert_eq!(st.timeouts, 3);
+    assert_eq!((st.not_started, st.established, st.segments), (0, 0, 0));
+}
+
+#[test]
+fn a_duration_that_ends_before_any_arp_reply_is_a_failure_not_a_short_run() {
+    let c = GenConfig {
+        dst_mac: None,
+        duration: Some(Duration::from_secs(1)),
+        bytes_per_flow: None,
+        ..cfg(2, 1000)
+    };
+    let mut s = Sender::new(c);
+    let (_, arps, done) = run_unanswered(&mut s, Duration::from_secs(5));
+    assert!(done.is_some(), "the sender stops with the duration");
+    assert!(arps > 0);
+    let st = s.stats();
+    assert_eq!(st.unresolved, 1);
+    assert_eq!(st.timeouts, 2);
+    assert_eq!(st.not_started, 0);
 }

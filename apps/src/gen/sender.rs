@@ -63,6 +63,11 @@ const CLOSE_WAIT_LIMIT: Duration = Duration::from_secs(5);
 const OUR_WSCALE: u8 = 7;
 /// Interval between ARP requests while the receiver's MAC is unknown.
 const ARP_EVERY: Duration = Duration::from_millis(100);
+/// How long the generator asks for the receiver's MAC before every flow gives up: about
+/// as long as a SYN is retried (1 + 2 + 4 + 8 + 8 + 8 s), so a receiver started a little
+/// after the generator still connects. (Linux's `connect()` fails on an unresolved
+/// neighbour sooner: 3 probes a second apart, `mcast_solicit` and `retrans_time_ms`.)
+pub const ARP_GIVE_UP: Duration = Duration::from_secs(30);
 
 /// ARP requests for the generator's addresses waiting for their reply; more are counted
 /// in [`GenStats::arp_replies_dropped`] (the requester asks again).
@@ -174,8 +179,12 @@ pub struct GenStats {
     pub closed: u64,
     /// Flows reset by the receiver.
     pub resets: u64,
-    /// Flows that gave up (SYN retries or waiting for the receiver's FIN).
+    /// Flows that gave up (SYN retries, waiting for the receiver's FIN, or the receiver's
+    /// address never resolved).
     pub timeouts: u64,
+    /// 1 when the receiver's MAC was never learned: no ARP reply within [`ARP_GIVE_UP`], or
+    /// none before the duration ended. Every flow not finished then counts in `timeouts`.
+    pub unresolved: u64,
     /// Flows never started because the duration ended first.
     pub not_started: u64,
     /// Frames received that belong to no flow (or are not TCP/ARP).
@@ -424,6 +433,12 @@ impl Sender {
             return;
         }
         self.stopping = true;
+        if self.dst_mac.is_none() {
+            // Nothing was sent: the flows did not run out of time, the receiver never
+            // answered.
+            self.give_up_unresolved();
+            return;
+        }
         while let Some(i) = self.waiting.pop_front() {
             self.flows[i as usize].state = State::Closed;
             self.stats.not_started += 1;
@@ -447,6 +462,28 @@ impl Sender {
             }
         }
         let _ = now;
+    }
+
+    /// The receiver's address never resolved: every flow not finished fails.
+    fn give_up_unresolved(&mut self) {
+        self.stats.unresolved = 1;
+        self.waiting.clear();
+        self.ready.clear();
+        self.ctl.clear();
+        for f in &mut self.flows {
+            f.in_ready = false;
+            f.in_ctl = false;
+            if matches!(
+                f.state,
+                State::Waiting | State::SynSent | State::Established
+            ) {
+                f.state = State::Failed;
+                f.rto_at = Instant::NEVER;
+                self.stats.timeouts += 1;
+                self.finished += 1;
+            }
+        }
+        self.half_open = 0;
     }
 
     fn wake(ready: &mut VecDeque<u32>, f: &mut Flow, i: u32) {
@@ -809,6 +846,14 @@ impl Sender {
         }
         if self.stop_at.is_some_and(|t| now >= t) {
             self.stop_writing(now);
+        }
+        if self.dst_mac.is_none()
+            && self.stats.unresolved == 0
+            && self
+                .started
+                .is_some_and(|t| now.saturating_since(t) >= ARP_GIVE_UP)
+        {
+            self.give_up_unresolved();
         }
         let n = self.flows.len();
         if self.cfg.blast || now < self.next_scan {
