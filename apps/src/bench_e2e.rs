@@ -127,9 +127,17 @@ impl Mode {
             Mode::SwChecksum => "sw-csum",
         }
     }
+    /// What the receiving core does with each burst in this mode.
+    fn work(self) -> RxWork {
+        match self {
+            Mode::Drop => RxWork::Drop,
+            Mode::Headers => RxWork::DropReadHeaders,
+            Mode::Stack | Mode::NoGro | Mode::SwChecksum => RxWork::Stack,
+        }
+    }
     /// `true` for the loops that free what they receive (no TCP, no ACKs).
     fn drops(self) -> bool {
-        matches!(self, Mode::Drop | Mode::Headers)
+        self.work() != RxWork::Stack
     }
     fn name(self) -> &'static str {
         match self {
@@ -384,11 +392,7 @@ impl Rig {
         let r = self.run(
             self.gen_config(flows, secs, mode.drops(), o.interleave),
             self.pipeline_config(gro, flows, nic),
-            match mode {
-                Mode::Drop => RxWork::Drop,
-                Mode::Headers => RxWork::DropReadHeaders,
-                _ => RxWork::Stack,
-            },
+            mode.work(),
             nic,
             secs,
         )?;
@@ -438,10 +442,7 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
     let segs = s.pipeline.rx_packets as f64;
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     let clean = r.stamps_damaged == 0
-        && match mode {
-            Mode::Drop | Mode::Headers => true,
-            _ => g.finished && g.stats.closed == u64::from(flows),
-        };
+        && (mode.drops() || (g.finished && g.stats.closed == u64::from(flows)));
     Sample {
         seg_per_s: segs / secs,
         gbit_s: (g.stats.bytes as f64) * 8.0 / secs / 1e9,

@@ -39,9 +39,26 @@ for _ in $(seq 100); do
 done
 [ -n "$(tapns_exec ss -Hltn '( sport = :5001 )')" ] || die "socat is not listening on port 5001 (see $work/socat.log)"
 
+# wait_gen PID SECONDS: waits for weir-gen to end; after SECONDS it is stopped (SIGINT)
+# and GEN_ENDED is "no". Its exit status is then in GEN_RC.
+wait_gen() {
+  local deadline=$((SECONDS + $2))
+  GEN_ENDED=yes GEN_RC=0
+  while kill -0 "$1" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then
+      GEN_ENDED=no
+      kill -INT "$1" 2>/dev/null || true
+      echo "  weir-gen still running after $2 s: stopped" >&2
+      break
+    fi
+    sleep 0.2
+  done
+  wait "$1" || GEN_RC=$?
+}
+
 # run_case NAME [weir-gen options...]: one weir-gen run to the kernel and its checks.
 run_case() {
-  local name=$1 gen_pid rc=0 deadline
+  local name=$1 gen_pid
   shift
   : >"$work/digests"
   echo "== case $name: weir-gen${*:+ $*}, $FLOWS flows x $BYTES bytes -> the kernel's TCP (socat)"
@@ -66,19 +83,10 @@ run_case() {
     sleep 0.05
   done
   tapns_exec ip neigh flush dev "$WEIR_TAP"
-  deadline=$((SECONDS + 120))
-  while kill -0 "$gen_pid" 2>/dev/null; do
-    if [ $SECONDS -ge $deadline ]; then
-      kill -INT "$gen_pid" 2>/dev/null || true
-      echo "  weir-gen still running after 120 s: stopped" >&2
-      break
-    fi
-    sleep 0.2
-  done
-  wait "$gen_pid" || rc=$?
+  wait_gen "$gen_pid" 120
   grep -E '^weir-gen' "$work/$name.log" | sed 's/^/       /'
   g() { jq -r "$1" "$work/$name.json"; }
-  check "$name: weir-gen exits 0 (every flow closed cleanly, none reset or timed out)" eq "$rc" 0
+  check "$name: weir-gen exits 0 (every flow closed cleanly, none reset or timed out)" eq "$GEN_RC" 0
   check "$name: every flow established" eq "$(g .established)" "$FLOWS"
   check "$name: every flow closed cleanly" eq "$(g .closed)" "$FLOWS"
   check "$name: no resets, no timeouts" eq "$(g '.resets + .timeouts')" 0
@@ -114,20 +122,10 @@ tapns_spawn "$work/unanswered.log" "$GEN" --tap-iface "$WEIR_TAP" --src-ip "$WEI
   --json "$work/unanswered.json" --quiet
 gen_pid=$TAPNS_LAST_PID
 tapns_wait_tap
-rc=0 ended=yes
-deadline=$((SECONDS + 60))
-while kill -0 "$gen_pid" 2>/dev/null; do
-  if [ $SECONDS -ge $deadline ]; then
-    ended=no
-    kill -INT "$gen_pid" 2>/dev/null || true
-    break
-  fi
-  sleep 0.2
-done
-wait "$gen_pid" || rc=$?
+wait_gen "$gen_pid" 60
 grep -E '^weir-gen' "$work/unanswered.log" | sed 's/^/       /'
-check "unanswered: weir-gen ended on its own within 60 s" eq "$ended" yes
-check "unanswered: weir-gen exits 1" eq "$rc" 1
+check "unanswered: weir-gen ended on its own within 60 s" eq "$GEN_ENDED" yes
+check "unanswered: weir-gen exits 1" eq "$GEN_RC" 1
 check "unanswered: the JSON says the address never resolved" \
   eq "$(jq -r '.unresolved // -1' "$work/unanswered.json")" 1
 check "unanswered: every flow timed out, none 'never started'" \

@@ -213,12 +213,7 @@ fn shared_pool(
     }
     let data =
         dpdk::SharedData::new(m).ok_or_else(|| anyhow!("the payload mbuf cannot be shared"))?;
-    Ok(Some(GenPool::with_shared(
-        plain,
-        refs,
-        data,
-        payload.period() as u64,
-    )))
+    Ok(Some(GenPool::with_shared(plain, refs, data)))
 }
 
 /// The report as JSON (for `--json` and `weir-bench`).
@@ -464,9 +459,10 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     if report.stats.unresolved > 0 {
         eprintln!(
             "weir-gen: error: nothing answered ARP for {dst_ip} on port {port_id} ({:.1} s of \
-             requests, one every 100 ms): is the receiver running there, and is --dst-ip its \
+             requests, one every {} ms): is the receiver running there, and is --dst-ip its \
              address?",
-            report.elapsed_ns as f64 / 1e9
+            report.elapsed_ns as f64 / 1e9,
+            super::ARP_EVERY.as_nanos() / 1_000_000
         );
     }
     if let Some(path) = &args.json {

@@ -29,7 +29,7 @@ use std::str::FromStr;
 
 use stack::time::Duration;
 
-pub use sender::{GenStats, Sender, ARP_GIVE_UP};
+pub use sender::{GenStats, Sender, ARP_EVERY, ARP_GIVE_UP};
 
 /// How slow start and congestion avoidance count what an ACK acknowledges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -62,11 +62,13 @@ pub trait SegmentPool {
         None
     }
     /// A frame whose first [`HDR_LEN`] bytes (its first segment) are for the headers and
-    /// whose next `len` bytes are the payload pattern's bytes at stream offset `off`,
-    /// carried by reference: the caller writes the headers only. `None` when the pool has
-    /// no shared payload, or cannot now (the caller then copies).
-    fn alloc_shared(&mut self, off: u64, len: usize) -> Option<Self::Buf> {
-        let _ = (off, len);
+    /// whose next `len` bytes are the payload pattern's bytes from `start`, the place in
+    /// the pattern's period of the segment's stream offset
+    /// ([`super::payload::Payload::start`]), carried by reference: the caller writes the
+    /// headers only. `None` when the pool has no shared payload, or cannot now (the caller
+    /// then copies).
+    fn alloc_shared(&mut self, start: usize, len: usize) -> Option<Self::Buf> {
+        let _ = (start, len);
         None
     }
 }
@@ -105,21 +107,15 @@ impl GenPool {
     }
 
     /// `plain` for every frame's first segment, with data segments' payloads carried by
-    /// reference: `pattern` holds the payload pattern laid out as
-    /// [`super::payload::Payload`] lays it out for period `period` (a stream offset's bytes
-    /// start at `offset % period`), and each segment takes an mbuf from `refs` (data room
-    /// unused) to point into it. For a port that sends chained mbufs.
-    pub fn with_shared(
-        plain: PortPool,
-        refs: Mempool,
-        pattern: SharedData,
-        period: u64,
-    ) -> GenPool {
+    /// reference: `pattern` holds the payload pattern as [`super::payload::Payload::as_bytes`]
+    /// lays it out (a segment's bytes start at its place in the period), and each segment
+    /// takes an mbuf from `refs` (data room unused) to point into it. For a port that sends
+    /// chained mbufs.
+    pub fn with_shared(plain: PortPool, refs: Mempool, pattern: SharedData) -> GenPool {
         GenPool {
             shared: Some(Shared {
                 data: pattern,
                 refs,
-                period: period.max(1),
             }),
             ..GenPool::plain(plain)
         }
@@ -169,14 +165,13 @@ impl GenPool {
 struct Shared {
     data: SharedData,
     refs: Mempool,
-    period: u64,
 }
 
 impl SegmentPool for GenPool {
     type Buf = Mbuf;
-    fn alloc_shared(&mut self, off: u64, len: usize) -> Option<Mbuf> {
+    fn alloc_shared(&mut self, start: usize, len: usize) -> Option<Mbuf> {
         let sh = self.shared.as_ref()?;
-        let start = u16::try_from(off % sh.period).ok()?;
+        let start = u16::try_from(start).ok()?;
         let len = u16::try_from(len).ok()?;
         let mut m = BufPool::alloc(&mut self.plain, HDR_LEN)?;
         m.chain_shared(&sh.refs, &sh.data, start, len).then_some(m)

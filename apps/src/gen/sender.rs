@@ -62,7 +62,7 @@ const CLOSE_WAIT_LIMIT: Duration = Duration::from_secs(5);
 /// Window scale the generator advertises (it receives no data; any value works).
 const OUR_WSCALE: u8 = 7;
 /// Interval between ARP requests while the receiver's MAC is unknown.
-const ARP_EVERY: Duration = Duration::from_millis(100);
+pub const ARP_EVERY: Duration = Duration::from_millis(100);
 /// How long the generator asks for the receiver's MAC before every flow gives up: about
 /// as long as a SYN is retried (1 + 2 + 4 + 8 + 8 + 8 s), so a receiver started a little
 /// after the generator still connects. (Linux's `connect()` fails on an unresolved
@@ -1205,7 +1205,7 @@ impl Sender {
         let shared = if stamped || len == 0 {
             None
         } else {
-            pool.alloc_shared(off, len)
+            pool.alloc_shared(start, len)
         };
         let mut b = if stamped {
             let b = pool.alloc_stamped(len)?;
