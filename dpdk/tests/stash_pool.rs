@@ -58,7 +58,7 @@ fn stash_pool_hands_out_each_mbuf_once_and_returns_what_it_holds() {
     let mut stash = StashPool::new(pool.for_port(7));
     let m = stash.alloc(60).expect("one");
     assert_eq!(pool.in_use(), 1 + stash.stashed());
-    assert!(stash.stashed() >= STASH, "a batch staged ahead");
+    assert!(stash.stashed() >= STASH - 1, "a batch taken ahead");
     drop(m);
     drop(stash);
     assert_eq!(pool.in_use(), 0, "staged mbufs went back");
