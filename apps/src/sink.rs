@@ -23,7 +23,7 @@ use stack::buf::PacketBuf;
 use stack::driver::{Burst, RxQueue, TxQueue};
 use stack::gro::GroConfig;
 use stack::impair::{ImpairConfig, Impairment};
-use stack::pipeline::{Pipeline, PipelineConfig, PREFETCH_AHEAD};
+use stack::pipeline::{Pipeline, PipelineConfig, DESC_AHEAD, PREFETCH_AHEAD};
 use stack::stats::Stats;
 use stack::tcp::{ConnId, Event, TcpConfig};
 use stack::time::{Duration, Instant};
@@ -277,7 +277,7 @@ pub enum RxWork {
     /// Receive, read each frame's two header lines, free: what any receiver pays before
     /// it can decide anything about a frame (66 bytes of Ethernet, IPv4 and TCP with
     /// timestamps span two cache lines). The lines are fetched as the pipeline fetches
-    /// them (every descriptor first, then the data [`PREFETCH_AHEAD`] frames ahead).
+    /// them (descriptors [`DESC_AHEAD`] frames ahead, the data [`PREFETCH_AHEAD`]).
     DropReadHeaders,
 }
 
@@ -333,13 +333,16 @@ pub struct ReceiverResult {
 /// Reads the first and the 66th byte of every frame in `rx` (both header lines of a TCP
 /// segment with timestamps), fetching the lines as [`Pipeline::handle_rx_burst`] does.
 fn read_headers(rx: &Burst<Mbuf>) {
-    for b in rx.iter() {
+    for b in rx.iter().take(DESC_AHEAD) {
         b.prefetch_descriptor();
     }
     for b in rx.iter().take(PREFETCH_AHEAD) {
         b.prefetch_data();
     }
     for (i, b) in rx.iter().enumerate() {
+        if let Some(ahead) = rx.get(i + DESC_AHEAD) {
+            ahead.prefetch_descriptor();
+        }
         if let Some(ahead) = rx.get(i + PREFETCH_AHEAD) {
             ahead.prefetch_data();
         }

@@ -64,6 +64,13 @@ enum Ctl<B> {
 /// header lines.
 pub const PREFETCH_AHEAD: usize = 4;
 
+/// How many frames ahead of the one being handled [`Pipeline::handle_rx_burst`] fetches
+/// the descriptor (whose first line says where the header lines are): far enough that it
+/// has arrived when the header lines are fetched, [`PREFETCH_AHEAD`] frames later.
+pub const DESC_AHEAD: usize = 8;
+
+const _: () = assert!(PREFETCH_AHEAD < DESC_AHEAD);
+
 /// One core's receive pipeline. See the module documentation for the call order.
 pub struct Pipeline<B> {
     local: LocalAddrs,
@@ -115,8 +122,10 @@ impl<B: PacketBuf> Pipeline<B> {
             }
             return;
         }
-        // The frames' descriptors are fetched together, while due runs are flushed.
-        for buf in burst.iter() {
+        // The first frames' descriptors are fetched while due runs are flushed; the rest
+        // DESC_AHEAD frames ahead, below. A whole burst's at once (64 misses) would fill
+        // the core's line-fill buffers and the prefetches themselves would wait.
+        for buf in burst.iter().take(DESC_AHEAD) {
             buf.prefetch_descriptor();
         }
         let tcp = &mut self.tcp;
@@ -137,8 +146,12 @@ impl<B: PacketBuf> Pipeline<B> {
             b.prefetch_data();
         }
         while let Some(buf) = frames.next() {
-            if let Some(ahead) = frames.as_slice().get(PREFETCH_AHEAD - 1) {
-                ahead.prefetch_data();
+            let ahead = frames.as_slice();
+            if let Some(a) = ahead.get(DESC_AHEAD - 1) {
+                a.prefetch_descriptor();
+            }
+            if let Some(a) = ahead.get(PREFETCH_AHEAD - 1) {
+                a.prefetch_data();
             }
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += buf.data().len() as u64;
