@@ -41,7 +41,7 @@ pub struct LoopStats {
     pub busy_iterations: u64,
     /// Time spent in busy iterations, in nanoseconds (from the TSC).
     pub busy_ns: u64,
-    /// TSC cycles spent in busy iterations.
+    /// TSC cycles spent in busy iterations (each from its start to the next one's).
     pub busy_cycles: u64,
     /// TSC cycles of busy iterations spent in the stack (after the driver's receive,
     /// before its transmit): weir's own processing, without the PMD's work (on net_tap the
