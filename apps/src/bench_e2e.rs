@@ -27,8 +27,10 @@
 //! - *TX checksum offload*: weir-sink asks a NIC that has it to checksum its ACKs. The
 //!   receiver's ring port declares the offload ([`dpdk::Port::model_tx_checksum_offload`]),
 //!   so ACKs leave with the pseudo-header sum and the request, and the generator completes
-//!   the checksums in software before reading them ([`dpdk::Mbuf::complete_tx_checksums`]):
-//!   the NIC's work lands on the generator's core, not the receiver's.
+//!   the checksums in software before reading them ([`dpdk::Mbuf::complete_tx_checksums`])
+//!   and, as its own NIC would, takes them as good: the NIC's work lands on the generator's
+//!   core, not the receiver's. ACKs that leave with their checksums computed (the
+//!   `stack --sw-csum` row) are verified by the generator in software.
 //! - `--sw-checksum` turns both models off in every mode; the `stack --sw-csum` row
 //!   turns them off for that row only: the receiver verifies every received checksum and
 //!   computes every ACK's, which is what they cost.

@@ -90,6 +90,9 @@ run_case() {
   check "$name: every flow established" eq "$(g .established)" "$FLOWS"
   check "$name: every flow closed cleanly" eq "$(g .closed)" "$FLOWS"
   check "$name: no resets, no timeouts" eq "$(g '.resets + .timeouts')" 0
+  # weir-gen checks every frame's checksums (the port's verdicts, or in software).
+  check "$name: no frame from the kernel failed its checksum, no RST ignored" \
+    eq "$(g '(.rx_bad_checksum // -1) + (.resets_ignored // -1)')" 0
   check "$name: weir-gen answered the kernel's ARP requests" gt "$(g '.arp_replies // -1')" 0
   check "$name: no ARP request left unanswered" eq "$(g '.arp_replies_dropped // -1')" 0
   # socat writes a digest when its sha256sum ends, just after the connection closes.

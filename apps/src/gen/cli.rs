@@ -241,6 +241,8 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "alloc_failures": s.alloc_failures,
         "shared_payload_segments": s.shared,
         "rx_ignored": s.rx_ignored,
+        "rx_bad_checksum": s.rx_bad_checksum,
+        "resets_ignored": s.resets_ignored,
         "arp_replies": s.arp_replies,
         "arp_replies_dropped": s.arp_replies_dropped,
         "data_seconds": secs,
@@ -264,9 +266,16 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
 pub fn summary(r: &GenReport) -> String {
     let s = &r.stats;
     let secs = (r.data_ns as f64 / 1e9).max(1e-9);
+    let mut dropped = String::new();
+    if s.rx_bad_checksum > 0 || s.resets_ignored > 0 {
+        dropped = format!(
+            "\nreceived and not acted on: {} frames with a wrong checksum, {} RSTs not at the expected sequence number",
+            s.rx_bad_checksum, s.resets_ignored
+        );
+    }
     format!(
         "weir-gen: {} segments ({} retransmitted), {:.3} Gbit/s payload, {:.0} seg/s over {:.2} s; {} ACKs ({:.1} seg/ACK), {} dupacks, {} fast retransmits, {} RTOs\n\
-         flows: {} established, {} closed cleanly, {} reset, {} timed out, {} never started; cwnd (segments) min {} median {} max {}; time to full rate mean {:.2} ms, max {:.2} ms over {} bursts",
+         flows: {} established, {} closed cleanly, {} reset, {} timed out, {} never started; cwnd (segments) min {} median {} max {}; time to full rate mean {:.2} ms, max {:.2} ms over {} bursts{}",
         s.segments,
         s.retransmits,
         s.bytes as f64 * 8.0 / secs / 1e9,
@@ -288,6 +297,7 @@ pub fn summary(r: &GenReport) -> String {
         if s.ramps > 0 { s.ramp_ns_sum as f64 / s.ramps as f64 / 1e6 } else { 0.0 },
         s.ramp_ns_max as f64 / 1e6,
         s.ramps,
+        dropped,
     )
 }
 

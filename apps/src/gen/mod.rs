@@ -6,7 +6,7 @@
 //!
 //! - [`sender::Sender`]: the sans-IO engine. N flows, each doing the handshake and then
 //!   sending MSS-sized segments under a congestion window that reacts to the receiver's
-//!   ACKs. Inputs are `handle_rx(now, frame)` and `handle_timeout(now)`, the output is
+//!   ACKs. Inputs are `handle_rx(now, frame, checksum verdicts)` and `handle_timeout(now)`, the output is
 //!   `poll_tx(now, pool, out)`; it is generic over the buffer type, so it runs against
 //!   weir's pipeline in memory as well as on a DPDK port.
 //! - [`driver`]: the loop that runs a `Sender` on a DPDK port's queues.

@@ -7,14 +7,15 @@ use std::net::Ipv4Addr;
 
 use sha2::{Digest, Sha256};
 use stack::ack::AckPolicy;
-use stack::buf::PacketBuf;
+use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use stack::driver::Burst;
 use stack::gro::GroConfig;
 use stack::mem::{VecBuf, VecPool};
 use stack::pipeline::{Pipeline, PipelineConfig};
+use stack::seq::SeqNumber;
 use stack::tcp::{Event, TcpConfig};
 use stack::time::{Duration, Instant};
-use stack::wire::LocalAddrs;
+use stack::wire::{LocalAddrs, TcpFlags, TcpFrame, TcpOptions};
 
 use super::payload::stream_digest;
 use super::*;
@@ -97,7 +98,7 @@ fn run(cfg: GenConfig, gro: bool, policy: AckPolicy, max_iters: u64) -> Outcome 
         let mut acks: Burst<VecBuf> = Burst::new();
         p.poll_tx(now, &mut rx_pool, &mut acks);
         for a in acks.drain(..) {
-            sender.handle_rx(now, a.data());
+            sender.handle_rx(now, a.data(), RxChecksum::default());
         }
         if sender.is_done() && closed == sender.config().flows as usize {
             break;
@@ -270,10 +271,22 @@ fn arp_requests_for_the_flows_addresses_are_answered() {
     let mut pool = VecPool::new(64, 2048);
     let mut out: Burst<VecBuf> = Burst::new();
     let now = Instant::from_nanos(1);
-    s.handle_rx(now, &arp_request(KERNEL_MAC, theirs, mine));
-    s.handle_rx(now, &arp_request(KERNEL_MAC, theirs, second));
+    s.handle_rx(
+        now,
+        &arp_request(KERNEL_MAC, theirs, mine),
+        RxChecksum::default(),
+    );
+    s.handle_rx(
+        now,
+        &arp_request(KERNEL_MAC, theirs, second),
+        RxChecksum::default(),
+    );
     // Not ours: ignored and counted.
-    s.handle_rx(now, &arp_request(KERNEL_MAC, theirs, theirs));
+    s.handle_rx(
+        now,
+        &arp_request(KERNEL_MAC, theirs, theirs),
+        RxChecksum::default(),
+    );
     s.poll_tx(now, &mut pool, &mut out);
     let mut got = arp_replies(&out);
     got.sort_by_key(|r| r.2);
@@ -300,7 +313,11 @@ fn arp_requests_beyond_the_pending_bound_are_counted() {
     let asker = [0x02, 0, 0, 0, 0, 7];
     for i in 0..20u32 {
         let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 1, 0)) + i);
-        s.handle_rx(now, &arp_request(asker, ip, c.src_ip));
+        s.handle_rx(
+            now,
+            &arp_request(asker, ip, c.src_ip),
+            RxChecksum::default(),
+        );
     }
     s.poll_tx(now, &mut pool, &mut out);
     assert_eq!(arp_replies(&out).len(), 16);
@@ -308,7 +325,11 @@ fn arp_requests_beyond_the_pending_bound_are_counted() {
     assert_eq!(s.stats().arp_replies_dropped, 4);
     // With no buffer to build it in, a reply is counted as dropped, not kept forever.
     let mut empty = VecPool::new(0, 2048);
-    s.handle_rx(now, &arp_request(asker, c.dst_ip, c.src_ip));
+    s.handle_rx(
+        now,
+        &arp_request(asker, c.dst_ip, c.src_ip),
+        RxChecksum::default(),
+    );
     let mut out2: Burst<VecBuf> = Burst::new();
     s.poll_tx(now, &mut empty, &mut out2);
     assert_eq!(s.stats().arp_replies_dropped, 5);
@@ -325,6 +346,7 @@ fn arp_requests_from_a_group_address_are_not_answered() {
     s.handle_rx(
         now,
         &arp_request([0x01, 0, 0x5e, 0, 0, 1], c.dst_ip, c.src_ip),
+        RxChecksum::default(),
     );
     s.poll_tx(now, &mut pool, &mut out);
     assert!(arp_replies(&out).is_empty());
@@ -393,4 +415,136 @@ fn a_duration_that_ends_before_any_arp_reply_is_a_failure_not_a_short_run() {
     assert_eq!(st.unresolved, 1);
     assert_eq!(st.timeouts, 2);
     assert_eq!(st.not_started, 0);
+}
+
+/// A one-flow sender that has sent its SYN, with the SYN's source port and sequence number.
+fn syn_sent() -> (Sender, u16, u32) {
+    let mut s = Sender::new(cfg(1, 1_000_000));
+    let mut pool = VecPool::new(64, 2048);
+    let mut out: Burst<VecBuf> = Burst::new();
+    s.poll_tx(Instant::from_nanos(1), &mut pool, &mut out);
+    let syn = out.iter().next().expect("a SYN").data().to_vec();
+    // Ethernet 14 + IPv4 20: the TCP header's ports and sequence number.
+    assert_eq!(syn[14 + 20 + 13] & 0x02, 0x02, "the first frame is the SYN");
+    let sport = u16::from_be_bytes([syn[34], syn[35]]);
+    let iss = u32::from_be_bytes([syn[38], syn[39], syn[40], syn[41]]);
+    (s, sport, iss)
+}
+
+/// A frame from the receiver to the flow on `dport`, checksums computed.
+fn from_receiver(s: &Sender, dport: u16, seq: u32, ack: u32, flags: TcpFlags) -> Vec<u8> {
+    let c = s.config();
+    let f = TcpFrame {
+        src_mac: RX_MAC,
+        dst_mac: c.src_mac,
+        src_ip: c.dst_ip.into(),
+        dst_ip: c.flow_addr(0).0.into(),
+        sport: c.dst_port,
+        dport,
+        seq: SeqNumber(seq),
+        ack: SeqNumber(ack),
+        flags,
+        window: u16::MAX,
+        opts: TcpOptions::default(),
+        ..TcpFrame::default()
+    };
+    let mut v = vec![0; f.frame_len(0)];
+    assert_eq!(f.emit(&[], &mut v), v.len());
+    v
+}
+
+const UNCHECKED: RxChecksum = RxChecksum {
+    ip: ChecksumStatus::Unknown,
+    l4: ChecksumStatus::Unknown,
+};
+
+#[test]
+fn receiver_frames_with_a_wrong_checksum_are_dropped_and_counted() {
+    let (mut s, sport, iss) = syn_sent();
+    let now = Instant::from_nanos(2);
+    let synack = from_receiver(
+        &s,
+        sport,
+        5000,
+        iss.wrapping_add(1),
+        TcpFlags::SYN | TcpFlags::ACK,
+    );
+    let mut bad_tcp = synack.clone();
+    bad_tcp[14 + 20 + 16] ^= 0x40; // the TCP checksum
+    let mut bad_ip = synack.clone();
+    bad_ip[14 + 10] ^= 0x01; // the IPv4 header checksum
+                             // Verified in software when the NIC gave no verdict.
+    s.handle_rx(now, &bad_tcp, UNCHECKED);
+    s.handle_rx(now, &bad_ip, UNCHECKED);
+    assert_eq!(s.stats().rx_bad_checksum, 2);
+    // A NIC's "bad" is final, even for a frame that would verify.
+    let nic_bad = RxChecksum {
+        ip: ChecksumStatus::Good,
+        l4: ChecksumStatus::Bad,
+    };
+    s.handle_rx(now, &synack, nic_bad);
+    assert_eq!(s.stats().rx_bad_checksum, 3);
+    assert_eq!(s.stats().established, 0, "nothing acted on");
+    // The intact frame, unchecked by the NIC, verifies and opens the flow.
+    s.handle_rx(now, &synack, UNCHECKED);
+    assert_eq!(s.stats().established, 1);
+    assert_eq!(s.stats().rx_bad_checksum, 3);
+}
+
+#[test]
+fn resets_count_only_at_the_exact_sequence_number() {
+    let (mut s, sport, iss) = syn_sent();
+    let mut pool = VecPool::new(256, 2048);
+    let now = Instant::from_nanos(2);
+    // SYN-SENT: a RST that does not acknowledge the SYN is not acceptable.
+    s.handle_rx(
+        now,
+        &from_receiver(&s, sport, 0, 0, TcpFlags::RST),
+        UNCHECKED,
+    );
+    assert_eq!((s.stats().resets, s.stats().resets_ignored), (0, 1));
+    let synack = from_receiver(
+        &s,
+        sport,
+        5000,
+        iss.wrapping_add(1),
+        TcpFlags::SYN | TcpFlags::ACK,
+    );
+    s.handle_rx(now, &synack, UNCHECKED);
+    assert_eq!(s.stats().established, 1);
+    let mut out: Burst<VecBuf> = Burst::new();
+    s.poll_tx(now, &mut pool, &mut out);
+    out.clear();
+    let ctl = s.stats().ctl_segments;
+    let rst = |s: &Sender, seq: u32| from_receiver(s, sport, seq, 0, TcpFlags::RST);
+    // In the window but not at RCV.NXT (5001): a challenge ACK, the flow stays open.
+    s.handle_rx(now, &rst(&s, 5001 + 1000), UNCHECKED);
+    assert_eq!((s.stats().resets, s.stats().resets_ignored), (0, 2));
+    s.poll_tx(now, &mut pool, &mut out);
+    assert_eq!(s.stats().ctl_segments, ctl + 1, "one challenge ACK");
+    let ack = out
+        .iter()
+        .map(|b| b.data())
+        .find(|d| {
+            // A pure ACK: flags ACK only, no payload (IPv4 total = 20 + TCP header).
+            let total = usize::from(u16::from_be_bytes([d[16], d[17]]));
+            let tcp_hdr = usize::from(d[14 + 20 + 12] >> 4) * 4;
+            d[14 + 20 + 13] == 0x10 && total == 20 + tcp_hdr
+        })
+        .expect("the challenge ACK");
+    assert_eq!(
+        u32::from_be_bytes([ack[42], ack[43], ack[44], ack[45]]),
+        5001
+    );
+    out.clear();
+    // Outside the window: nothing at all.
+    s.handle_rx(now, &rst(&s, 5001 + 100_000), UNCHECKED);
+    assert_eq!((s.stats().resets, s.stats().resets_ignored), (0, 3));
+    s.poll_tx(now, &mut pool, &mut out);
+    assert_eq!(s.stats().ctl_segments, ctl + 1);
+    assert!(!s.is_done());
+    // Exactly at RCV.NXT: the flow is reset.
+    s.handle_rx(now, &rst(&s, 5001), UNCHECKED);
+    assert_eq!((s.stats().resets, s.stats().resets_ignored), (1, 3));
+    assert!(s.is_done(), "the only flow failed");
 }

@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
-use stack::buf::{PacketBuf, TxChecksumOffload};
+use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum, TxChecksumOffload};
 use stack::driver::Burst;
 use stack::flow::NO_VLAN;
 use stack::seq::SeqNumber;
@@ -189,6 +189,13 @@ pub struct GenStats {
     pub not_started: u64,
     /// Frames received that belong to no flow (or are not TCP/ARP).
     pub rx_ignored: u64,
+    /// TCP frames dropped for a wrong IPv4 or TCP checksum (the NIC's verdict, or
+    /// verified in software when the NIC gave none).
+    pub rx_bad_checksum: u64,
+    /// RSTs not acted on (RFC 5961 §3.2, RFC 9293 §3.10.7.3): not at exactly the next
+    /// expected sequence number, or in SYN-SENT not acknowledging the SYN. One inside the
+    /// window is answered with a challenge ACK.
+    pub resets_ignored: u64,
     /// ARP replies sent: the receiver asked for one of the flows' source addresses (a
     /// kernel confirms the address of a peer it sends to every few seconds).
     pub arp_replies: u64,
@@ -538,7 +545,8 @@ impl Sender {
     /// Handles one received frame: the receiver's SYN-ACKs, ACKs, FINs and RSTs, ARP
     /// replies while its MAC is unknown, and ARP requests for the flows' source addresses
     /// (answered at the next [`Sender::poll_tx`]). Anything else is counted and ignored.
-    pub fn handle_rx(&mut self, now: Instant, frame: &[u8]) {
+    /// `csum` is the NIC's checksum verdict; what it did not check is verified here.
+    pub fn handle_rx(&mut self, now: Instant, frame: &[u8], csum: RxChecksum) {
         let et = frame
             .get(ethernet::field::ETHERTYPE)
             .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
@@ -546,9 +554,16 @@ impl Sender {
             self.handle_arp(frame);
             return;
         }
-        let Some(seg) = read_tcp(frame) else {
-            self.stats.rx_ignored += 1;
-            return;
+        let seg = match read_tcp(frame, csum) {
+            Ok(seg) => seg,
+            Err(RxDrop::NotTcp) => {
+                self.stats.rx_ignored += 1;
+                return;
+            }
+            Err(RxDrop::BadChecksum) => {
+                self.stats.rx_bad_checksum += 1;
+                return;
+            }
         };
         let r = &seg.repr;
         let Some(i) = self.cfg.flow_index(seg.dst_ip, r.dst_port) else {
@@ -561,9 +576,15 @@ impl Sender {
         }
         let f = &mut self.flows[i as usize];
         if r.flags.contains(TcpFlags::RST) {
-            // RFC 5961 §3.2 would want the exact sequence number; the generator trusts
-            // its in-process peer and only checks the ACK of its own SYN when there is one.
-            if matches!(f.state, State::SynSent | State::Established) {
+            let acceptable = match f.state {
+                // RFC 9293 §3.10.7.3: in SYN-SENT, a RST is acceptable if it acknowledges
+                // the SYN.
+                State::SynSent => r.flags.contains(TcpFlags::ACK) && r.ack == f.iss + 1,
+                // RFC 5961 §3.2: only a RST at exactly RCV.NXT resets the connection.
+                State::Established => r.seq == f.rcv_nxt,
+                _ => return,
+            };
+            if acceptable {
                 if f.state == State::SynSent {
                     self.half_open -= 1;
                 }
@@ -571,6 +592,14 @@ impl Sender {
                 f.rto_at = Instant::NEVER;
                 self.stats.resets += 1;
                 self.finished += 1;
+            } else {
+                self.stats.resets_ignored += 1;
+                // One elsewhere in the window (the unscaled 64 KiB the generator
+                // advertises at least) gets a challenge ACK; one outside it, nothing.
+                if f.state == State::Established && r.seq - f.rcv_nxt < usize::from(u16::MAX) {
+                    f.owe_ack = true;
+                    Self::want_ctl(&mut self.ctl, f, i);
+                }
             }
             return;
         }
@@ -1343,7 +1372,30 @@ fn floor_to(base: &mut u64, x: u64, step: u64) -> u64 {
 
 /// The TCP segment in an Ethernet/IPv4 frame, with the destination address (the flow's
 /// source). `None` for anything else, or a malformed header.
-fn read_tcp(frame: &[u8]) -> Option<RxSeg> {
+/// Why [`read_tcp`] gave no segment.
+enum RxDrop {
+    /// Not a well-formed IPv4 TCP frame.
+    NotTcp,
+    /// The IPv4 header or TCP checksum is wrong.
+    BadChecksum,
+}
+
+/// The TCP segment in `frame`, with its checksums checked: taken from the NIC's verdict
+/// `csum` where it has one, verified in software where not.
+fn read_tcp(frame: &[u8], csum: RxChecksum) -> Result<RxSeg, RxDrop> {
+    let (dst_ip, repr, payload_len, sums_ok) = parse_tcp(frame, csum).ok_or(RxDrop::NotTcp)?;
+    if !sums_ok {
+        return Err(RxDrop::BadChecksum);
+    }
+    Ok(RxSeg {
+        dst_ip,
+        repr,
+        payload_len,
+    })
+}
+
+/// The fields [`read_tcp`] needs, and whether both checksums hold.
+fn parse_tcp(frame: &[u8], csum: RxChecksum) -> Option<(Ipv4Addr, tcp::Repr, usize, bool)> {
     let et = frame.get(ethernet::field::ETHERTYPE)?;
     if u16::from_be_bytes([et[0], et[1]]) != ethertype::IPV4 {
         return None;
@@ -1354,17 +1406,32 @@ fn read_tcp(frame: &[u8]) -> Option<RxSeg> {
         return None;
     }
     let total = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
+    let src = ip.get(12..16)?;
     let dst = ip.get(16..20)?;
     let dst_ip = Ipv4Addr::new(dst[0], dst[1], dst[2], dst[3]);
     let seg = ip.get(ihl..total)?;
+    let ip_ok = match csum.ip {
+        ChecksumStatus::Good => true,
+        ChecksumStatus::Bad => false,
+        ChecksumStatus::Unknown => checksum::checksum(ip.get(..ihl)?) == 0,
+    };
+    let l4_ok = match csum.l4 {
+        ChecksumStatus::Good => true,
+        ChecksumStatus::Bad => false,
+        ChecksumStatus::Unknown => {
+            let pseudo = checksum::pseudo_v4(
+                [src[0], src[1], src[2], src[3]],
+                [dst[0], dst[1], dst[2], dst[3]],
+                6,
+                u16::try_from(seg.len()).ok()?,
+            );
+            checksum::fold(checksum::add(pseudo, seg)) == 0xffff
+        }
+    };
     let p = tcp::Packet::new_checked(seg).ok()?;
     let repr = tcp::Repr::parse(&p).ok()?;
     let payload_len = p.payload().len();
-    Some(RxSeg {
-        dst_ip,
-        repr,
-        payload_len,
-    })
+    Some((dst_ip, repr, payload_len, ip_ok && l4_ok))
 }
 
 #[cfg(test)]

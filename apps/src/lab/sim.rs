@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 
 use anyhow::{anyhow, Result};
 use stack::ack::AckPolicy;
-use stack::buf::PacketBuf;
+use stack::buf::{PacketBuf, RxChecksum};
 use stack::driver::Burst;
 use stack::gro::{GroConfig, HoldHistogram};
 use stack::mem::{VecBuf, VecPool};
@@ -229,7 +229,7 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
         rev.pump(now);
         while rev.flight.front().is_some_and(|(t, _)| *t <= now) {
             if let Some((_, f)) = rev.flight.pop_front() {
-                sender.handle_rx(now, &f);
+                sender.handle_rx(now, &f, RxChecksum::default());
             }
         }
         // The next instant anything happens; the sender's timers are scanned every 10 µs.
