@@ -260,7 +260,7 @@ pub const STASH: usize = 32;
 
 /// How many allocations ahead a [`StashPool`] prefetches an mbuf's descriptor (both lines:
 /// the reset reads `next` and `tx_offload` in the second). At 100-200 cycles per frame
-/// built that is over a microsecond, more than a line takes to come from another core.
+/// built that is 0.4-0.8 µs at 2 GHz, longer than a line takes to come from another core.
 const DESC_AHEAD: usize = 8;
 
 /// How many allocations ahead a [`StashPool`] prefetches the first two lines of an mbuf's

@@ -453,6 +453,13 @@ fn from_receiver(s: &Sender, dport: u16, seq: u32, ack: u32, flags: TcpFlags) ->
     v
 }
 
+/// The receiver's SYN-ACK (its sequence number 5000) to the SYN `iss` from `sport`.
+fn syn_ack(s: &Sender, sport: u16, iss: u32) -> Vec<u8> {
+    let flags = TcpFlags::SYN | TcpFlags::ACK;
+    from_receiver(s, sport, 5000, iss.wrapping_add(1), flags)
+}
+
+/// No verdict from the NIC: the sender verifies both checksums itself.
 const UNCHECKED: RxChecksum = RxChecksum {
     ip: ChecksumStatus::Unknown,
     l4: ChecksumStatus::Unknown,
@@ -462,18 +469,13 @@ const UNCHECKED: RxChecksum = RxChecksum {
 fn receiver_frames_with_a_wrong_checksum_are_dropped_and_counted() {
     let (mut s, sport, iss) = syn_sent();
     let now = Instant::from_nanos(2);
-    let synack = from_receiver(
-        &s,
-        sport,
-        5000,
-        iss.wrapping_add(1),
-        TcpFlags::SYN | TcpFlags::ACK,
-    );
+    let synack = syn_ack(&s, sport, iss);
+    // One with a wrong TCP checksum, one with a wrong IPv4 header checksum: verified in
+    // software when the NIC gave no verdict.
     let mut bad_tcp = synack.clone();
-    bad_tcp[14 + 20 + 16] ^= 0x40; // the TCP checksum
+    bad_tcp[14 + 20 + 16] ^= 0x40;
     let mut bad_ip = synack.clone();
-    bad_ip[14 + 10] ^= 0x01; // the IPv4 header checksum
-                             // Verified in software when the NIC gave no verdict.
+    bad_ip[14 + 10] ^= 0x01;
     s.handle_rx(now, &bad_tcp, UNCHECKED);
     s.handle_rx(now, &bad_ip, UNCHECKED);
     assert_eq!(s.stats().rx_bad_checksum, 2);
@@ -503,13 +505,7 @@ fn resets_count_only_at_the_exact_sequence_number() {
         UNCHECKED,
     );
     assert_eq!((s.stats().resets, s.stats().resets_ignored), (0, 1));
-    let synack = from_receiver(
-        &s,
-        sport,
-        5000,
-        iss.wrapping_add(1),
-        TcpFlags::SYN | TcpFlags::ACK,
-    );
+    let synack = syn_ack(&s, sport, iss);
     s.handle_rx(now, &synack, UNCHECKED);
     assert_eq!(s.stats().established, 1);
     let mut out: Burst<VecBuf> = Burst::new();

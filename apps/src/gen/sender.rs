@@ -1370,8 +1370,6 @@ fn floor_to(base: &mut u64, x: u64, step: u64) -> u64 {
     *base
 }
 
-/// The TCP segment in an Ethernet/IPv4 frame, with the destination address (the flow's
-/// source). `None` for anything else, or a malformed header.
 /// Why [`read_tcp`] gave no segment.
 enum RxDrop {
     /// Not a well-formed IPv4 TCP frame.
@@ -1380,8 +1378,9 @@ enum RxDrop {
     BadChecksum,
 }
 
-/// The TCP segment in `frame`, with its checksums checked: taken from the NIC's verdict
-/// `csum` where it has one, verified in software where not.
+/// The TCP segment in an Ethernet/IPv4 frame, with the destination address (the flow's
+/// source), its checksums checked: taken from the NIC's verdict `csum` where it has one,
+/// verified in software where not.
 fn read_tcp(frame: &[u8], csum: RxChecksum) -> Result<RxSeg, RxDrop> {
     let (dst_ip, repr, payload_len, sums_ok) = parse_tcp(frame, csum).ok_or(RxDrop::NotTcp)?;
     if !sums_ok {
@@ -1394,7 +1393,8 @@ fn read_tcp(frame: &[u8], csum: RxChecksum) -> Result<RxSeg, RxDrop> {
     })
 }
 
-/// The fields [`read_tcp`] needs, and whether both checksums hold.
+/// The fields [`read_tcp`] needs, and whether both checksums hold; `None` for anything
+/// but IPv4 TCP, or a malformed header.
 fn parse_tcp(frame: &[u8], csum: RxChecksum) -> Option<(Ipv4Addr, tcp::Repr, usize, bool)> {
     let et = frame.get(ethernet::field::ETHERTYPE)?;
     if u16::from_be_bytes([et[0], et[1]]) != ethertype::IPV4 {
