@@ -6,6 +6,10 @@
 # default "1 64"). Prints both segment rates and their ratio (issue 6 target: >= 10x).
 # GRO_FLUSH_NS sets weir's GRO window (default weir-sink's 20 us); GRO_BUSY_HOLD_NS its
 # hold while the receive queue is backlogged (weir-sink's --gro-busy-hold-ns; default off).
+# ROUNDS (default 3) rounds, each one weir-bench e2e round (3 s per flow count) and then
+# iperf (SECS, default 5 s, per flow count) back to back; the ratio reported is the
+# median of the rounds' ratios, so a change in the VM's speed between the two sides'
+# measurements moves one round, not the result.
 #
 # The kernel's rate is the larger of the receiving veth's RX packet counter over the iperf
 # run and iperf's byte count / 1,448 (with one stream they agree; with 64 the counter
@@ -21,7 +25,11 @@
 # (--no-huge) when hugepages cannot be reserved and says so; HUGEPAGES=1 stops instead;
 # HUGEPAGES=0 uses 4 KiB pages. The model line and the report name the memory used.
 . "$(dirname "$0")/common.sh"
-SECS="${SECS:-10}"
+SECS="${SECS:-5}"
+ROUNDS="${ROUNDS:-3}"
+case "$ROUNDS" in
+  ""|*[!0-9]*|0) echo "compare-kernel.sh: ROUNDS must be a positive whole number, got '$ROUNDS'" >&2; exit 2 ;;
+esac
 HUGEPAGES="${HUGEPAGES:-auto}"
 case "$HUGEPAGES" in
   auto|0|1) ;;
@@ -58,43 +66,60 @@ ip netns exec "$B" iperf -s -p 5201 >/dev/null 2>&1 &
 SRV=$!
 sleep 1
 rx_packets() { ip netns exec "$B" cat /sys/class/net/veth-b/statistics/rx_packets; }
+# median VALUES...: the middle value (the mean of the middle two for an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if (NR%2) print v[(NR+1)/2]; else printf "%.6g\n", (v[NR/2]+v[NR/2+1])/2 }'; }
 # Both sides at the same flow counts: iperf -P N streams against weir-gen's N flows.
 FLOW_COUNTS="${FLOW_COUNTS:-1 64}"
-# GRO_FLUSH_NS: weir's GRO window (default weir-sink's 20 us; the model line says which).
-if ! WJSON=$("$BENCH" e2e --json --flows "$(echo $FLOW_COUNTS | tr ' ' ,)" --seconds 3 --runs 3 --only stack $HUGE_FLAG \
-  ${GRO_FLUSH_NS:+--gro-flush-ns "$GRO_FLUSH_NS"} \
-  ${GRO_BUSY_HOLD_NS:+--gro-busy-hold-ns "$GRO_BUSY_HOLD_NS"} 2>"$WERR"); then
-  echo "compare-kernel.sh: error: weir-bench e2e failed:" >&2
-  tail -20 "$WERR" >&2
-  exit 1
-fi
-MODEL=$(echo "$WJSON" | jq -r 'select(.model) | .model')
-ROWS=""
-for N in $FLOW_COUNTS; do
-  P0=$(rx_packets); T0=$(date +%s.%N)
-  # -y C: CSV, one summary line per stream (field 6 its ID, the last field bits/s); some
-  # iperf 2 versions add a sum line (ID -1). The sum line if present, else the total.
-  BPS=$(ip netns exec "$A" iperf -c 198.18.1.2 -p 5201 -t "$SECS" -P "$N" -y C \
-    | awk -F, '$6 == -1 { sum = $NF; next } { total += $NF } END { printf "%.0f\n", (sum != "") ? sum : total }')
-  P1=$(rx_packets); T1=$(date +%s.%N)
-  KSEG=$(awk -v p0="$P0" -v p1="$P1" -v t0="$T0" -v t1="$T1" 'BEGIN{printf "%.0f", (p1-p0)/(t1-t0)}')
-  KSEG_BYTES=$(awk -v b="$BPS" 'BEGIN{printf "%.0f", b/8/1448}')
-  echo "kernel, $N stream(s): veth-b received $KSEG frames/s; iperf $(awk -v b="$BPS" 'BEGIN{printf "%.3f", b/1e9}') Gbit/s = $KSEG_BYTES segments/s (bytes/1448)"
-  # The kernel's rate is the larger of the two (in its favour): with many streams the
-  # veth counter reads below iperf's bytes / MSS, so some frames carry more than one
-  # segment's payload and the counter is not a segment count there.
-  KRATE=$(awk -v a="$KSEG" -v b="$KSEG_BYTES" 'BEGIN{print (a>b)?a:b}')
-  WSEG=$(echo "$WJSON" | jq -r --argjson n "$N" 'select(.mode=="stack" and .flows==$n) | .segments_per_s')
-  WCYC=$(echo "$WJSON" | jq -r --argjson n "$N" 'select(.mode=="stack" and .flows==$n) | .receiver_cycles_per_segment')
-  WSPU=$(echo "$WJSON" | jq -r --argjson n "$N" 'select(.mode=="stack" and .flows==$n) | .gro_segments_per_unit')
-  echo "weir, $N flow(s): weir-bench e2e stack: $(printf '%.0f' "$WSEG") segments/s ($(printf '%.0f' "$WCYC") receiver cycles/segment, $(printf '%.1f' "$WSPU") segments/GRO unit)"
-  RATIO=$(awk -v w="$WSEG" -v k="$KRATE" 'BEGIN{printf "%.2f", (k>0)?w/k:0}')
-  MET=$(awk -v r="$RATIO" 'BEGIN{print (r>=10)?"met":"NOT met"}')
-  echo "ratio weir/kernel at $N flow(s): ${RATIO}x (target >= 10x: $MET)"
-  ROWS="$ROWS| $N | $KSEG | $KSEG_BYTES | $(printf '%.0f' "$WSEG") | $(printf '%.0f' "$WCYC") | **${RATIO}x** ($MET) |
-"
+# This VM's speed swings by up to 2x within minutes and moves both sides alike: each round
+# measures weir and then the kernel back to back, and the ratio reported is the median of
+# the rounds' ratios (ROUNDS, default 3).
+declare -A RATIOS KRATES KFRAMES KBYTES WSEGS WCYCS WSPUS
+for R in $(seq "$ROUNDS"); do
+  # GRO_FLUSH_NS: weir's GRO window (default weir-sink's 20 us; the model line says which).
+  if ! WJSON=$("$BENCH" e2e --json --flows "$(echo $FLOW_COUNTS | tr ' ' ,)" --seconds 3 --runs 1 --only stack $HUGE_FLAG \
+    ${GRO_FLUSH_NS:+--gro-flush-ns "$GRO_FLUSH_NS"} \
+    ${GRO_BUSY_HOLD_NS:+--gro-busy-hold-ns "$GRO_BUSY_HOLD_NS"} 2>"$WERR"); then
+    echo "compare-kernel.sh: error: weir-bench e2e failed:" >&2
+    tail -20 "$WERR" >&2
+    exit 1
+  fi
+  MODEL=$(echo "$WJSON" | jq -r 'select(.model) | .model')
+  for N in $FLOW_COUNTS; do
+    P0=$(rx_packets); T0=$(date +%s.%N)
+    # -y C: CSV, one summary line per stream (field 6 its ID, the last field bits/s); some
+    # iperf 2 versions add a sum line (ID -1). The sum line if present, else the total.
+    BPS=$(ip netns exec "$A" iperf -c 198.18.1.2 -p 5201 -t "$SECS" -P "$N" -y C \
+      | awk -F, '$6 == -1 { sum = $NF; next } { total += $NF } END { printf "%.0f\n", (sum != "") ? sum : total }')
+    P1=$(rx_packets); T1=$(date +%s.%N)
+    KSEG=$(awk -v p0="$P0" -v p1="$P1" -v t0="$T0" -v t1="$T1" 'BEGIN{printf "%.0f", (p1-p0)/(t1-t0)}')
+    KSEG_BYTES=$(awk -v b="$BPS" 'BEGIN{printf "%.0f", b/8/1448}')
+    # The kernel's rate is the larger of the two (in its favour): with many streams the
+    # veth counter reads below iperf's bytes / MSS, so some frames carry more than one
+    # segment's payload and the counter is not a segment count there.
+    KRATE=$(awk -v a="$KSEG" -v b="$KSEG_BYTES" 'BEGIN{print (a>b)?a:b}')
+    WSEG=$(echo "$WJSON" | jq -r --argjson n "$N" 'select(.mode=="stack" and .flows==$n) | .segments_per_s')
+    WCYC=$(echo "$WJSON" | jq -r --argjson n "$N" 'select(.mode=="stack" and .flows==$n) | .receiver_cycles_per_segment')
+    WSPU=$(echo "$WJSON" | jq -r --argjson n "$N" 'select(.mode=="stack" and .flows==$n) | .gro_segments_per_unit')
+    RATIO=$(awk -v w="$WSEG" -v k="$KRATE" 'BEGIN{printf "%.2f", (k>0)?w/k:0}')
+    echo "round $R, $N flow(s): kernel $KRATE segments/s (veth-b $KSEG frames/s, iperf $(awk -v b="$BPS" 'BEGIN{printf "%.3f", b/1e9}') Gbit/s = $KSEG_BYTES segments/s); weir $(printf '%.0f' "$WSEG") segments/s ($(printf '%.0f' "$WCYC") receiver cycles/segment, $(printf '%.1f' "$WSPU") segments/GRO unit): ${RATIO}x"
+    RATIOS[$N]+="$RATIO "; KRATES[$N]+="$KRATE "; KFRAMES[$N]+="$KSEG "; KBYTES[$N]+="$KSEG_BYTES "
+    WSEGS[$N]+="$WSEG "; WCYCS[$N]+="$WCYC "; WSPUS[$N]+="$WSPU "
+  done
 done
 kill "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true
+ROWS=""
+for N in $FLOW_COUNTS; do
+  # The lists are split into words on purpose (unquoted).
+  MR=$(median ${RATIOS[$N]}); MK=$(median ${KRATES[$N]}); MF=$(median ${KFRAMES[$N]})
+  MB=$(median ${KBYTES[$N]}); MW=$(median ${WSEGS[$N]}); MC=$(median ${WCYCS[$N]})
+  MU=$(median ${WSPUS[$N]})
+  MET=$(awk -v r="$MR" 'BEGIN{print (r>=10)?"met":"NOT met"}')
+  LIST=$(echo ${RATIOS[$N]} | sed 's/ /x, /g; s/$/x/')
+  echo "kernel, $N stream(s): median $(printf '%.0f' "$MK") segments/s; weir, $N flow(s): median $(printf '%.0f' "$MW") segments/s ($(printf '%.0f' "$MC") receiver cycles/segment, $(printf '%.1f' "$MU") segments/GRO unit)"
+  echo "ratio weir/kernel at $N flow(s): median $(printf '%.2f' "$MR")x of $ROUNDS rounds ($LIST) (target >= 10x: $MET)"
+  ROWS="$ROWS| $N | $(printf '%.0f' "$MF") | $(printf '%.0f' "$MB") | $(printf '%.0f' "$MW") | $(printf '%.0f' "$MC") | $LIST | **$(printf '%.2f' "$MR")x** ($MET) |
+"
+done
 if [ -n "$HUGE_FLAG" ]; then
   MEMNOTE="weir's mbufs are on 2 MiB hugepages, as DPDK is deployed: the kernel's packet buffers are in its direct map, which is mapped with large pages (\`HUGEPAGES=0\` runs weir on 4 KiB pages)."
 else
@@ -102,9 +127,9 @@ else
 fi
 echo "weir model: $MODEL"
 {
-  echo "Kernel: iperf (\`-P N\` streams, ${SECS} s each) between two namespaces over veth, MTU 1500, TSO/GSO off on the sender, GRO on at the receiver; rate = the larger of the receiving veth's RX packet counter and iperf's bytes / 1,448 (with many streams the counter reads lower: it is then not a segment count). weir: \`weir-bench e2e --only stack\` with the same number of flows, median of 3 rounds of 3 s ($MODEL). Load at start: $LOAD. $MEMNOTE"
+  echo "$ROUNDS rounds, each weir then the kernel back to back (this VM's speed swings by up to 2x within minutes and moves both sides alike); the ratio is the median of the rounds' ratios, the rates are medians. Kernel: iperf (\`-P N\` streams, ${SECS} s each) between two namespaces over veth, MTU 1500, TSO/GSO off on the sender, GRO on at the receiver; rate = the larger of the receiving veth's RX packet counter and iperf's bytes / 1,448 (with many streams the counter reads lower: it is then not a segment count). weir: \`weir-bench e2e --only stack\` with the same number of flows, one round of 3 s ($MODEL). Load at start: $LOAD. $MEMNOTE"
   echo
-  echo "| flows | Linux -> Linux (veth) frames/s | iperf bytes/1,448 per s | weir-gen -> weir-sink (ring) segments/s | weir receiver cycles/segment | ratio (target >= 10x) |"
-  echo "|---:|---:|---:|---:|---:|---|"
+  echo "| flows | Linux -> Linux (veth) frames/s | iperf bytes/1,448 per s | weir-gen -> weir-sink (ring) segments/s | weir receiver cycles/segment | ratio per round | median ratio (target >= 10x) |"
+  echo "|---:|---:|---:|---:|---:|---|---|"
   printf '%s' "$ROWS"
 } > "$OUT/compare_kernel.md"
