@@ -225,10 +225,17 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        [self.ack.deadline(), self.fin_deadline, self.tw_deadline]
-            .into_iter()
-            .flatten()
-            .min()
+        // Pairwise, not through an iterator chain over the three: this runs after every
+        // input, and the chain compiled to a loop that perf put at a third of
+        // `after_input` at 64 flows.
+        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        earliest(
+            earliest(self.ack.deadline(), self.fin_deadline),
+            self.tw_deadline,
+        )
     }
 
     /// Bytes the application has not consumed plus out-of-order bytes held.
