@@ -140,6 +140,22 @@ impl Mempool {
         usize::from(room).saturating_sub(dpdk_sys::RTE_PKTMBUF_HEADROOM as usize)
     }
 
+    /// Bytes from an mbuf of this pool to its data after a reset: the descriptor, the
+    /// private area (where `rte_pktmbuf_init` puts `buf_addr`) and the headroom
+    /// (`rte_pktmbuf_reset`'s `data_off`, at most the buffer's length).
+    fn data_at(&self) -> usize {
+        // SAFETY: the pool is valid for the life of the process; both read its private
+        // area, which rte_pktmbuf_pool_create filled.
+        let (room, private) = unsafe {
+            (
+                dpdk_sys::rte_pktmbuf_data_room_size(self.raw.as_ptr()),
+                dpdk_sys::rte_pktmbuf_priv_size(self.raw.as_ptr()),
+            )
+        };
+        let headroom = (dpdk_sys::RTE_PKTMBUF_HEADROOM as u16).min(room);
+        std::mem::size_of::<dpdk_sys::rte_mbuf>() + usize::from(private) + usize::from(headroom)
+    }
+
     /// An empty mbuf (`data()` is empty), or `None` when the pool is exhausted.
     pub fn alloc_empty(&self) -> Option<Mbuf> {
         // SAFETY: the pool is valid; rte_pktmbuf_alloc returns an owned, reset mbuf or NULL.
@@ -264,7 +280,7 @@ pub const STASH: usize = 32;
 const DESC_AHEAD: usize = 8;
 
 /// How many allocations ahead a [`StashPool`] prefetches the first two lines of an mbuf's
-/// data (where the headers are written), from where a reset puts them.
+/// data (where the headers are written), from where a reset puts them ([`Mempool::data_at`]).
 const DATA_AHEAD: usize = 4;
 
 // A refill (when DESC_AHEAD or fewer are staged) always has room for a whole batch.
@@ -285,9 +301,7 @@ pub struct StashPool {
     pool: PortPool,
     /// Taken from the pool, not reset yet; handed out in the order taken.
     staged: Staged,
-    /// Bytes from an mbuf to its data after a reset (the same in every mbuf of a pktmbuf
-    /// pool: the descriptor, the private area, the headroom), learnt at the first reset;
-    /// 0 until then. A wrong guess (an external buffer) costs one useless prefetch.
+    /// [`Mempool::data_at`] of the pool: where each mbuf's header lines are.
     data_at: usize,
 }
 
@@ -319,13 +333,13 @@ impl StashPool {
     /// An empty stash over `pool`.
     pub fn new(pool: PortPool) -> StashPool {
         StashPool {
+            data_at: pool.pool.data_at(),
             pool,
             staged: Staged {
                 q: [NonNull::dangling(); 2 * STASH],
                 head: 0,
                 tail: 0,
             },
-            data_at: 0,
         }
     }
 
@@ -352,10 +366,8 @@ impl StashPool {
         if let Some(p) = self.staged.ahead(DESC_AHEAD) {
             prefetch_descriptor(p);
         }
-        if self.data_at != 0 {
-            if let Some(p) = self.staged.ahead(DATA_AHEAD) {
-                prefetch_data_at(p, self.data_at);
-            }
+        if let Some(p) = self.staged.ahead(DATA_AHEAD) {
+            prefetch_data_at(p, self.data_at);
         }
         let raw = self.staged.q[self.staged.head];
         self.staged.head += 1;
@@ -366,9 +378,11 @@ impl StashPool {
             crate::mbuf::reset_fresh(raw.as_ptr());
             Mbuf::from_raw(raw)
         };
-        if self.data_at == 0 {
-            self.data_at = (m.data().as_ptr() as usize).wrapping_sub(raw.as_ptr() as usize);
-        }
+        debug_assert_eq!(
+            (m.data().as_ptr() as usize).wrapping_sub(raw.as_ptr() as usize),
+            self.data_at,
+            "the data lines prefetched are the ones written"
+        );
         Some(m)
     }
 
@@ -399,10 +413,8 @@ impl StashPool {
         for i in old..s.tail.min(DESC_AHEAD) {
             prefetch_descriptor(s.q[i].as_ptr().cast_const().cast());
         }
-        if self.data_at != 0 {
-            for i in old..s.tail.min(DATA_AHEAD) {
-                prefetch_data_at(s.q[i].as_ptr().cast_const().cast(), self.data_at);
-            }
+        for i in old..s.tail.min(DATA_AHEAD) {
+            prefetch_data_at(s.q[i].as_ptr().cast_const().cast(), self.data_at);
         }
     }
 }

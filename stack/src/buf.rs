@@ -22,6 +22,19 @@ pub enum ChecksumStatus {
     Bad,
 }
 
+impl ChecksumStatus {
+    /// Whether the checksum holds: the NIC's verdict where it gave one, else `verify()`
+    /// (the software check, run only then).
+    #[inline]
+    pub fn holds(self, verify: impl FnOnce() -> bool) -> bool {
+        match self {
+            ChecksumStatus::Good => true,
+            ChecksumStatus::Bad => false,
+            ChecksumStatus::Unknown => verify(),
+        }
+    }
+}
+
 /// RX checksum offload results for one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct RxChecksum {

@@ -216,10 +216,7 @@ impl<B: PacketBuf> Pipeline<B> {
     /// The earliest instant anything is due (a GRO run's deadline or a TCP timer).
     pub fn poll_timeout(&self) -> Option<Instant> {
         let g = self.gro.as_ref().and_then(Gro::next_deadline);
-        match (g, self.tcp.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::time::earliest(g, self.tcp.poll_timeout())
     }
 
     /// Builds every reply and ACK due into buffers from `pool`, appended to `out` (one

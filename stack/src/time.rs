@@ -36,6 +36,16 @@ impl Instant {
     }
 }
 
+/// The earlier of two optional deadlines (`None`: nothing due); how every timer owner
+/// combines its deadlines into one.
+#[inline]
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 impl Duration {
     /// No time at all.
     pub const ZERO: Duration = Duration(0);

@@ -20,14 +20,14 @@
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
-use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum, TxChecksumOffload};
+use stack::buf::{PacketBuf, RxChecksum, TxChecksumOffload};
 use stack::driver::Burst;
 use stack::flow::NO_VLAN;
 use stack::seq::SeqNumber;
 use stack::time::{Duration, Instant};
 use stack::wire::ethernet::{self, ethertype};
 use stack::wire::{
-    arp, checksum, emit_arp_reply, tcp, ArpRequest, TcpFlags, TcpFrame, TcpOptions, Timestamp,
+    arp, checksum, emit_arp_reply, ipv4, tcp, ArpRequest, TcpFlags, TcpFrame, TcpOptions, Timestamp,
 };
 
 use super::payload::Payload;
@@ -1400,38 +1400,20 @@ fn parse_tcp(frame: &[u8], csum: RxChecksum) -> Option<(Ipv4Addr, tcp::Repr, usi
     if u16::from_be_bytes([et[0], et[1]]) != ethertype::IPV4 {
         return None;
     }
-    let ip = frame.get(ethernet::HEADER_LEN..)?;
-    let ihl = usize::from(*ip.first()? & 0x0f) * 4;
-    if *ip.first()? >> 4 != 4 || ihl < 20 || *ip.get(9)? != 6 {
+    let ip = ipv4::Packet::new_checked(frame.get(ethernet::HEADER_LEN..)?).ok()?;
+    if ip.protocol() != 6 {
         return None;
     }
-    let total = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
-    let src = ip.get(12..16)?;
-    let dst = ip.get(16..20)?;
-    let dst_ip = Ipv4Addr::new(dst[0], dst[1], dst[2], dst[3]);
-    let seg = ip.get(ihl..total)?;
-    let ip_ok = match csum.ip {
-        ChecksumStatus::Good => true,
-        ChecksumStatus::Bad => false,
-        ChecksumStatus::Unknown => checksum::checksum(ip.get(..ihl)?) == 0,
-    };
-    let l4_ok = match csum.l4 {
-        ChecksumStatus::Good => true,
-        ChecksumStatus::Bad => false,
-        ChecksumStatus::Unknown => {
-            let pseudo = checksum::pseudo_v4(
-                [src[0], src[1], src[2], src[3]],
-                [dst[0], dst[1], dst[2], dst[3]],
-                6,
-                u16::try_from(seg.len()).ok()?,
-            );
-            checksum::fold(checksum::add(pseudo, seg)) == 0xffff
-        }
-    };
+    let seg = ip.payload();
     let p = tcp::Packet::new_checked(seg).ok()?;
+    let sums_ok = csum.ip.holds(|| ip.verify_checksum())
+        && csum.l4.holds(|| {
+            let len = u16::try_from(seg.len()).unwrap_or(u16::MAX);
+            p.verify_checksum(checksum::pseudo_v4(ip.src_addr(), ip.dst_addr(), 6, len))
+        });
     let repr = tcp::Repr::parse(&p).ok()?;
     let payload_len = p.payload().len();
-    Some((dst_ip, repr, payload_len, ip_ok && l4_ok))
+    Some((Ipv4Addr::from(ip.dst_addr()), repr, payload_len, sums_ok))
 }
 
 #[cfg(test)]

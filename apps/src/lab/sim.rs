@@ -126,10 +126,7 @@ impl Link {
     fn next_event(&self) -> Option<Instant> {
         let a = self.flight.front().map(|(t, _)| *t);
         let b = (!self.queue.is_empty()).then_some(self.free_at);
-        match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        stack::time::earliest(a, b)
     }
 }
 

@@ -605,10 +605,7 @@ impl AckState {
             AckDelay::Waiting(t) => Some(t),
             _ => None,
         };
-        match (d, self.comp_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        crate::time::earliest(d, self.comp_deadline)
     }
 
     /// `inet_csk_schedule_ack`.

@@ -228,10 +228,7 @@ impl<B: PacketBuf> Conn<B> {
         // Pairwise, not through an iterator chain over the three: this runs after every
         // input, and the chain compiled to a loop that perf put at a third of
         // `after_input` at 64 flows.
-        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
+        use crate::time::earliest;
         earliest(
             earliest(self.ack.deadline(), self.fin_deadline),
             self.tw_deadline,

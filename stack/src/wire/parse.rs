@@ -623,14 +623,8 @@ fn parse_ipv4(
     out: &mut Parsed,
 ) -> Result<(), DropReason> {
     let ip = ipv4::Packet::new_checked(l3)?;
-    match csum.ip {
-        ChecksumStatus::Good => {}
-        ChecksumStatus::Bad => return Err(DropReason::Ipv4BadChecksum),
-        ChecksumStatus::Unknown => {
-            if !ip.verify_checksum() {
-                return Err(DropReason::Ipv4BadChecksum);
-            }
-        }
+    if !csum.ip.holds(|| ip.verify_checksum()) {
+        return Err(DropReason::Ipv4BadChecksum);
     }
     if ip.is_fragment() {
         return Err(DropReason::Ipv4Fragment);
@@ -823,14 +817,8 @@ fn parse_tcp(
     out: &mut Parsed,
 ) -> Result<(), DropReason> {
     let t = tcp::Packet::new_checked(seg)?;
-    match l4csum {
-        ChecksumStatus::Good => {}
-        ChecksumStatus::Bad => return Err(DropReason::TcpBadChecksum),
-        ChecksumStatus::Unknown => {
-            if !t.verify_checksum(pseudo()) {
-                return Err(DropReason::TcpBadChecksum);
-            }
-        }
+    if !l4csum.holds(|| t.verify_checksum(pseudo())) {
+        return Err(DropReason::TcpBadChecksum);
     }
     let flags = t.flags();
     // No FIN, SYN, RST, PSH, ACK or URG (ECE/CWR alone carry nothing): a "null" probe.
