@@ -8,9 +8,15 @@ use arrayvec::ArrayVec;
 
 use crate::buf::PacketBuf;
 
-/// Largest burst the pipeline moves at once (DPDK's customary 32, doubled for headroom on
-/// the transmit side, where one iteration's ACK batch may exceed one receive burst).
-pub const MAX_BURST: usize = 64;
+/// Largest burst the pipeline moves at once: the frames one receive call may return, and
+/// one iteration's ACK batch. 256 (VPP's vector size) rather than DPDK's customary 32 or
+/// NAPI's weight of 64: the loop's per-iteration work (the receive call, the GRO flush
+/// check, timers, the ACK transmit, the clock read) is shared by up to 4x the frames, and
+/// on a backlogged queue with many flows interleaved each flow has several segments in
+/// one burst for GRO to merge. `weir-bench e2e` (docs/PLAN.md, session 11): 64 -> 128 ->
+/// 256 raised segments/s at every step, by 10-20% in all at 1 and 64 flows. A burst that
+/// comes back full means the queue is backlogged (`GroConfig::busy_hold_ns`).
+pub const MAX_BURST: usize = 256;
 
 /// A burst of buffers in caller-owned storage.
 pub type Burst<B> = ArrayVec<B, MAX_BURST>;

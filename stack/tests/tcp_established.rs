@@ -432,13 +432,14 @@ fn tx_offload_falls_back_to_software() {
 /// `poll_tx` stops when the burst is full and keeps the rest due.
 #[test]
 fn poll_tx_respects_burst_capacity() {
+    let full = stack::driver::MAX_BURST;
     let cfg = TcpConfig {
-        max_conns: 128,
+        max_conns: 2 * full,
         ..cfg()
     };
     let mut h = H::with_cfg(cfg, AckPolicy::linux());
     let mut ids = Vec::new();
-    for p in 0..70u16 {
+    for p in 0..(full + 6) as u16 {
         h.flow.sport = 1000 + p;
         h.snd_nxt = SeqNumber(1000);
         h.handshake(SynOpts::all());
@@ -451,7 +452,7 @@ fn poll_tx_respects_burst_capacity() {
         h.data(100, 100, false);
     }
     let mut out = stack::driver::Burst::new();
-    assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 64);
+    assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), full);
     out.clear();
     assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 6);
 }

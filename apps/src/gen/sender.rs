@@ -34,6 +34,11 @@ use super::payload::Payload;
 use super::pool::SegmentPool;
 use super::{AckCounting, GenConfig, PshMode};
 
+/// Most frames one [`Sender::poll_tx`] call builds: DPDK's customary transmit burst, as a
+/// NIC paces them onto the wire, not the receiver's larger [`stack::driver::MAX_BURST`] (a generator
+/// sending 256 at once would hand the receiver clumps no sender's NIC produces).
+pub const TX_BURST: usize = 64;
+
 /// Flows whose timers one [`Sender::handle_timeout`] call checks.
 pub const TIMER_SCAN: usize = 256;
 
@@ -967,8 +972,8 @@ impl Sender {
 
     /// Builds what is due into buffers from `pool`, appended to `out`: ARP requests while
     /// the receiver's MAC is unknown, control segments (SYNs, ACKs), then data segments in
-    /// the configured interleaving, until `out` is full, the pool is empty or no flow may
-    /// send. Returns the frames appended.
+    /// the configured interleaving, until [`TX_BURST`] frames were appended or `out` is
+    /// full, the pool is empty or no flow may send. Returns the frames appended.
     pub fn poll_tx<P: SegmentPool>(
         &mut self,
         now: Instant,
@@ -996,7 +1001,8 @@ impl Sender {
             self.admit(now);
         }
         let ts = ts_now(now);
-        while !out.is_full() {
+        let end = (start + TX_BURST).min(out.capacity());
+        while out.len() < end {
             let Some(&i) = self.ctl.front() else { break };
             let Some(b) = self.build_ctl(i, ts, pool) else {
                 self.stats.alloc_failures += 1;
@@ -1009,11 +1015,11 @@ impl Sender {
             out.push(b);
         }
         let train = self.cfg.interleave.train_len();
-        while !out.is_full() {
+        while out.len() < end {
             let Some(&i) = self.ready.front() else { break };
             let mut sent = 0;
             let mut more = true;
-            while sent < train && !out.is_full() {
+            while sent < train && out.len() < end {
                 match self.next_segment(i, now, ts, pool) {
                     Next::Built(b) => {
                         out.push(b);

@@ -920,6 +920,16 @@ impl AckState {
 mod tests {
     use super::*;
 
+    /// `TcpConfig::ack_queue`'s memory bound: a full burst's snapshots fit in 6 KiB.
+    #[test]
+    fn a_snapshot_takes_at_most_48_bytes() {
+        assert!(std::mem::size_of::<AckSnapshot>() <= 48);
+        assert!(
+            crate::tcp::TcpConfig::default().ack_queue * std::mem::size_of::<AckSnapshot>()
+                <= 6 * 1024
+        );
+    }
+
     #[test]
     fn parse_presets() {
         assert_eq!("linux".parse::<AckPolicy>(), Ok(AckPolicy::linux()));
