@@ -15,7 +15,7 @@ use super::table::Keyed;
 use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::{sack_option, AckTemplate, TcpFields};
-use crate::ack::{AckPush, AckQueue, AckReason, AckSnapshot, AckState, AckStats, SndCheck};
+use crate::ack::{AckPush, AckQueue, AckReason, AckState, AckStats, SndCheck};
 use crate::buf::{FreeBatch, PacketBuf, PayloadSlice};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
@@ -332,23 +332,23 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         let window = self.select_window();
-        let mut snap = AckSnapshot {
-            ack: self.rcv_nxt,
-            window,
-            tsecr: self.ts_recent,
-            reason,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
-            sack_count: 0,
-        };
-        if self.sack_ok {
+        let (ack, tsecr) = (self.rcv_nxt, self.ts_recent);
+        let sacks = self.sack_ok.then(|| {
             let max = self.tmpl.max_sack_blocks().min(MAX_SACK_BLOCKS);
-            let blocks = self.dsack.iter().chain(self.sack.iter()).take(max);
-            for (slot, b) in snap.sack.iter_mut().zip(blocks) {
+            self.dsack.iter().chain(self.sack.iter()).take(max)
+        });
+        // Written in place in the queue (see `AckQueue::push_with`).
+        let pushed = self.acks.push_with(|snap| {
+            snap.ack = ack;
+            snap.window = window;
+            snap.tsecr = tsecr;
+            snap.reason = reason;
+            for (slot, b) in snap.sack.iter_mut().zip(sacks.into_iter().flatten()) {
                 *slot = *b;
                 snap.sack_count += 1;
             }
-        }
-        match self.acks.push(snap) {
+        });
+        match pushed {
             AckPush::Queued => {}
             AckPush::Merged => ctx.ack_stats.merged += 1,
             AckPush::Suppressed => ctx.ack_stats.suppressed += 1,
@@ -888,12 +888,16 @@ impl<B: PacketBuf> Conn<B> {
             self.rst_due = false;
             return Ok(Some((b, AckReason::Rst)));
         }
-        if let Some(snap) = self.acks.front().copied() {
+        if let Some(snap) = self.acks.front() {
+            // Field by field, not a copy of the whole snapshot: one queued moments ago
+            // (by `consume`, just before `poll_tx`) may still be in the store buffer,
+            // and a wide load over its narrow stores would wait for them to drain.
+            let (ack, reason) = (snap.ack, snap.reason);
             let mut opt = [0u8; 36];
             let n = sack_option(snap.sack_blocks(), &mut opt);
             let f = TcpFields {
                 seq: self.snd_nxt,
-                ack: snap.ack,
+                ack,
                 flags: TcpFlags::ACK,
                 window: snap.window,
                 ts: Timestamp {
@@ -902,9 +906,9 @@ impl<B: PacketBuf> Conn<B> {
                 },
             };
             let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-            self.acks.pop();
-            self.last_ack_sent = snap.ack;
-            return Ok(Some((b, snap.reason)));
+            self.acks.pop_front();
+            self.last_ack_sent = ack;
+            return Ok(Some((b, reason)));
         }
         if !self.fin_due {
             return Ok(None);
