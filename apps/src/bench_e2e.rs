@@ -657,7 +657,7 @@ pub fn run(o: &Options) -> Result<()> {
                        "headers_cycles_per_segment": headers,
                        "stack_over_headers": headers.map(|h| div(stack, h)),
                        "segments_per_unit": unit,
-                       "window_bound_segments_per_unit": bound})
+                       "runs_bound_segments_per_unit": bound})
             );
         } else {
             println!(
@@ -672,9 +672,10 @@ pub fn run(o: &Options) -> Result<()> {
             }
             if let (Some(b), Some(u)) = (bound, unit) {
                 println!(
-                    "  for reference: in a {} ns window at {:.2} M segments/s a run of one of 64 interleaved flows gathers about {b:.1} segments (measured {u:.1} per unit)",
+                    "  for reference: in a {} ns window at {:.2} M segments/s, or a full burst of {} frames, a run of one of 64 interleaved flows gathers about {b:.1} segments (measured {u:.1} per unit)",
                     o.gro_flush_ns,
-                    rate / 1e6
+                    rate / 1e6,
+                    stack::driver::MAX_BURST
                 );
             }
         }
@@ -685,12 +686,17 @@ pub fn run(o: &Options) -> Result<()> {
 /// About how many segments one GRO run gathers when `flows` flows are interleaved one
 /// segment at a time at an average `seg_per_s` and a run is flushed `window_ns` after its
 /// first segment: its flow's segments come every `flows` segment times, so the first and
-/// then one per `flows / seg_per_s` seconds of the window, at most 45 (a 64 KiB write of
-/// 1,448-byte segments ends a run with PSH). The arrivals are burstier than the average, and
-/// a busy hold (`--gro-busy-hold-ns`) lengthens runs while the receiver is backlogged.
+/// then one per `flows / seg_per_s` seconds of the window; and while the receiver is
+/// backlogged a full receive burst ([`stack::driver::MAX_BURST`] frames) holds
+/// `MAX_BURST / flows` of them, merged in that burst whatever the window. The larger of
+/// the two, at most 45 (a 64 KiB write of 1,448-byte segments ends a run with PSH). The
+/// arrivals are burstier than the average, and a busy hold (`--gro-busy-hold-ns`)
+/// lengthens runs while the receiver is backlogged.
 fn runs_bound(window_ns: u64, seg_per_s: f64, flows: u32) -> f64 {
-    let per_window = window_ns as f64 * 1e-9 * seg_per_s / f64::from(flows.max(1));
-    (1.0 + per_window).min(f64::from(SEGS_PER_WRITE))
+    let flows = f64::from(flows.max(1));
+    let per_window = 1.0 + window_ns as f64 * 1e-9 * seg_per_s / flows;
+    let per_burst = stack::driver::MAX_BURST as f64 / flows;
+    per_window.max(per_burst).min(f64::from(SEGS_PER_WRITE))
 }
 
 #[cfg(test)]
@@ -699,13 +705,17 @@ mod tests {
 
     #[test]
     fn runs_bound_counts_a_flows_arrivals_in_the_window() {
-        // 64 flows at 6.4 M segments/s: a flow's segment every 10 µs.
-        assert_eq!(runs_bound(20_000, 6.4e6, 64), 3.0);
-        assert_eq!(runs_bound(0, 6.4e6, 64), 1.0);
-        assert_eq!(runs_bound(5_000, 6.4e6, 64), 1.5);
+        // 64 flows at 12.8 M segments/s: a flow's segment every 5 µs, 5 in 20 µs; a full
+        // burst of 256 holds 4 of each.
+        assert_eq!(runs_bound(20_000, 12.8e6, 64), 5.0);
+        assert_eq!(runs_bound(0, 12.8e6, 64), 4.0);
+        assert_eq!(runs_bound(5_000, 12.8e6, 64), 4.0);
+        // 4,096 flows: a burst holds less than one of each; the window decides.
+        assert_eq!(runs_bound(20_000, 409.6e6, 4096), 3.0);
+        assert!((runs_bound(20_000, 1e6, 4096) - (1.0 + 20.0 / 4096.0)).abs() < 1e-9);
         // One flow fills a 64 KiB write long before the window ends.
         assert_eq!(runs_bound(20_000, 6.4e6, 1), 45.0);
-        assert_eq!(runs_bound(20_000, 0.0, 0), 1.0);
+        assert_eq!(runs_bound(20_000, 0.0, 0), 45.0);
     }
 
     #[test]
