@@ -14,8 +14,9 @@ use crate::buf::PacketBuf;
 /// check, timers, the ACK transmit, the clock read) is shared by up to 4x the frames, and
 /// on a backlogged queue with many flows interleaved each flow has several segments in
 /// one burst for GRO to merge. `weir-bench e2e` (docs/PLAN.md, session 11): 64 -> 128 ->
-/// 256 raised segments/s at every step, by 10-20% in all at 1 and 64 flows. A burst that
-/// comes back full means the queue is backlogged (`GroConfig::busy_hold_ns`).
+/// 256 raised the 64-flow rate at every step, about 20% in all, and the 1-flow rate about
+/// 10%. A burst that comes back full means the queue is backlogged
+/// (`GroConfig::busy_hold_ns`).
 pub const MAX_BURST: usize = 256;
 
 /// A burst of buffers in caller-owned storage.

@@ -210,6 +210,26 @@ fn blast_mode_sends_without_acks() {
     assert_eq!(n as u64, s.stats().segments);
 }
 
+/// One `poll_tx` builds at most `TX_BURST` frames, as a NIC paces a sender, although
+/// the burst it fills holds `MAX_BURST`; frames already in it do not count.
+#[test]
+fn one_poll_builds_at_most_a_tx_burst() {
+    use super::sender::TX_BURST;
+    let c = GenConfig {
+        blast: true,
+        ..cfg(8, 1_000_000)
+    };
+    let mut s = Sender::new(c);
+    let mut pool = VecPool::new(1000, 2048);
+    let now = Instant::from_nanos(1);
+    s.handle_timeout(now);
+    let mut out: Burst<VecBuf> = Burst::new();
+    assert!(TX_BURST < stack::driver::MAX_BURST);
+    assert_eq!(s.poll_tx(now, &mut pool, &mut out), TX_BURST);
+    assert_eq!(s.poll_tx(now, &mut pool, &mut out), TX_BURST);
+    assert_eq!(out.len(), 2 * TX_BURST);
+}
+
 /// An ARP request from `mac`/`ip` for `target`, as a kernel sends it.
 fn arp_request(mac: [u8; 6], ip: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
     use stack::wire::arp;

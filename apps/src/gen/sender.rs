@@ -34,9 +34,10 @@ use super::payload::Payload;
 use super::pool::SegmentPool;
 use super::{AckCounting, GenConfig, PshMode};
 
-/// Most frames one [`Sender::poll_tx`] call builds: DPDK's customary transmit burst, as a
-/// NIC paces them onto the wire, not the receiver's larger [`stack::driver::MAX_BURST`] (a generator
-/// sending 256 at once would hand the receiver clumps no sender's NIC produces).
+/// Most frames one [`Sender::poll_tx`] call builds: DPDK's customary transmit burst, as
+/// a NIC paces them onto the wire, not the receiver's larger
+/// [`stack::driver::MAX_BURST`] (a generator sending 256 at once would hand the receiver
+/// clumps no sender's NIC produces).
 pub const TX_BURST: usize = 64;
 
 /// Flows whose timers one [`Sender::handle_timeout`] call checks.

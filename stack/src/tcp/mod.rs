@@ -70,7 +70,8 @@ pub struct TcpConfig {
     /// iteration the oldest are merged into a stretch ACK and counted in
     /// [`AckStats::merged`]. 128 holds the one-ACK-per-two-segments of a full receive
     /// burst ([`crate::driver::MAX_BURST`]) from one flow with GRO off; a snapshot takes at
-    /// most 48 bytes (a test checks), so at most 6 KiB per connection.
+    /// most 48 bytes and the queue keeps one spare slot (a test checks the default stays
+    /// within 6 KiB per connection).
     pub ack_queue: usize,
     /// Seed of the keyed hash behind ISNs and SYN cookies. Use a random value in
     /// production.
