@@ -6,6 +6,7 @@ pub mod bench_gro;
 pub mod bench_stages;
 pub mod bench_tap;
 pub mod bench_tcp;
+pub mod busy;
 pub mod capture;
 pub mod config;
 pub mod eal_args;

@@ -29,6 +29,7 @@ use stack::tcp::{ConnId, Event, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::LocalAddrs;
 
+use crate::busy::BusySpan;
 use crate::eal_args;
 use crate::report::{self, DigestRecord};
 
@@ -559,14 +560,10 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
     let mut tx_pool = dpdk::StashPool::new(c.pool);
     let deadline = c.deadline_ns.map(Instant::from_nanos);
     let mut now;
-    // The start of the last busy iteration: its time runs to the start of the next (one
-    // TSC read fewer per iteration; rdtsc costs ~20 ns in a VM).
-    let mut busy_since: Option<u64> = None;
+    let mut span = BusySpan::default();
     loop {
         let t0 = Clock::cycles();
-        if let Some(s) = busy_since.take() {
-            lp.busy_cycles += t0.wrapping_sub(s);
-        }
+        lp.busy_cycles += span.close(t0);
         now = c.clock.instant_at(t0);
         let mut n = c.rx.rx_burst(&mut rx);
         // The stack's own share of the iteration starts here (the driver's receive, which
@@ -619,7 +616,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
         lp.iterations += 1;
         if n > 0 || m > 0 {
             lp.busy_iterations += 1;
-            busy_since = Some(t0);
+            span.busy(t0);
         }
         if t0.wrapping_sub(last_publish) >= publish_every {
             last_publish = t0;
@@ -640,9 +637,7 @@ fn run_core(mut c: CoreCtx) -> Result<CoreResult> {
             }
         }
     }
-    if let Some(s) = busy_since {
-        lp.busy_cycles += Clock::cycles().wrapping_sub(s);
-    }
+    lp.busy_cycles += span.close(Clock::cycles());
     // Shutdown: nothing stays held in GRO; what is in order reaches the app; connections
     // still open are reset (so no peer waits on a vanished receiver).
     p.flush_gro(now);

@@ -173,9 +173,7 @@ impl Mbuf {
     /// headers), to be read or written soon. Reads the mbuf's header for the address.
     #[inline(always)]
     pub fn prefetch_data(&self) {
-        let p = self.data().as_ptr();
-        prefetch_addr(p);
-        prefetch_addr(p.wrapping_add(64));
+        prefetch_two_lines(self.data().as_ptr());
     }
 
     /// Sets the data of a freshly allocated (reset, empty, one-segment) mbuf to its first
@@ -459,9 +457,7 @@ impl PacketBuf for Mbuf {
     /// and `next` in the second.
     #[inline(always)]
     fn prefetch_for_free(&self) {
-        let p = self.as_ptr().cast_const().cast::<u8>();
-        prefetch_addr(p);
-        prefetch_addr(p.wrapping_add(64));
+        prefetch_two_lines(self.as_ptr().cast_const().cast());
     }
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
@@ -642,6 +638,14 @@ pub(crate) fn prefetch_addr(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// The cache line holding `p` and the next one (an mbuf's descriptor, or the first 128
+/// bytes of its data: the headers).
+#[inline(always)]
+pub(crate) fn prefetch_two_lines(p: *const u8) {
+    prefetch_addr(p);
+    prefetch_addr(p.wrapping_add(64));
 }
 
 #[cfg(test)]

@@ -422,16 +422,13 @@ impl StashPool {
 /// Both lines of the `rte_mbuf` at `p`.
 #[inline(always)]
 fn prefetch_descriptor(p: *const u8) {
-    crate::mbuf::prefetch_addr(p);
-    crate::mbuf::prefetch_addr(p.wrapping_add(64));
+    crate::mbuf::prefetch_two_lines(p);
 }
 
 /// The first two lines of the data of the mbuf at `p`, `data_at` bytes on.
 #[inline(always)]
 fn prefetch_data_at(p: *const u8, data_at: usize) {
-    let d = p.wrapping_add(data_at);
-    crate::mbuf::prefetch_addr(d);
-    crate::mbuf::prefetch_addr(d.wrapping_add(64));
+    crate::mbuf::prefetch_two_lines(p.wrapping_add(data_at));
 }
 
 impl Drop for StashPool {

@@ -12,6 +12,8 @@ use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use stack::driver::{Burst, RxQueue, TxQueue};
 use stack::time::{Duration, Instant};
 
+use crate::busy::BusySpan;
+
 use super::pool::GenPool;
 use super::sender::{CwndSummary, GenStats, Sender};
 
@@ -91,14 +93,10 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenRep
     let mut iter = 0u64;
     let mut finished = false;
     let mut now;
-    // The start of the last iteration that did something: its time runs to the start of
-    // the next (one TSC read per iteration; rdtsc costs ~20 ns in a VM).
-    let mut busy_since: Option<u64> = None;
+    let mut span = BusySpan::default();
     loop {
         let t0 = Clock::cycles();
-        if let Some(s) = busy_since.take() {
-            busy_cycles += t0.wrapping_sub(s);
-        }
+        busy_cycles += span.close(t0);
         now = io.clock.instant_at(t0);
         let n = io.rx.rx_burst(&mut rx);
         // The ACKs were written on the receiver's core: their descriptors are fetched
@@ -136,7 +134,7 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenRep
             io.tx.tx_burst(&mut out);
         }
         if n > 0 || m > 0 {
-            busy_since = Some(t0);
+            span.busy(t0);
         }
         if sender.is_done() && out.is_empty() {
             finished = true;
@@ -161,9 +159,7 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenRep
             }
         }
     }
-    if let Some(s) = busy_since {
-        busy_cycles += Clock::cycles().wrapping_sub(s);
-    }
+    busy_cycles += span.close(Clock::cycles());
     let unsent = out.len() as u64;
     out.clear();
     let data_ns = sender

@@ -1389,38 +1389,32 @@ enum RxDrop {
 /// source), its checksums checked: taken from the NIC's verdict `csum` where it has one,
 /// verified in software where not.
 fn read_tcp(frame: &[u8], csum: RxChecksum) -> Result<RxSeg, RxDrop> {
-    let (dst_ip, repr, payload_len, sums_ok) = parse_tcp(frame, csum).ok_or(RxDrop::NotTcp)?;
-    if !sums_ok {
-        return Err(RxDrop::BadChecksum);
-    }
-    Ok(RxSeg {
-        dst_ip,
-        repr,
-        payload_len,
-    })
-}
-
-/// The fields [`read_tcp`] needs, and whether both checksums hold; `None` for anything
-/// but IPv4 TCP, or a malformed header.
-fn parse_tcp(frame: &[u8], csum: RxChecksum) -> Option<(Ipv4Addr, tcp::Repr, usize, bool)> {
-    let et = frame.get(ethernet::field::ETHERTYPE)?;
+    use RxDrop::NotTcp;
+    let et = frame.get(ethernet::field::ETHERTYPE).ok_or(NotTcp)?;
     if u16::from_be_bytes([et[0], et[1]]) != ethertype::IPV4 {
-        return None;
+        return Err(NotTcp);
     }
-    let ip = ipv4::Packet::new_checked(frame.get(ethernet::HEADER_LEN..)?).ok()?;
+    let l3 = frame.get(ethernet::HEADER_LEN..).ok_or(NotTcp)?;
+    let ip = ipv4::Packet::new_checked(l3).map_err(|_| NotTcp)?;
     if ip.protocol() != 6 {
-        return None;
+        return Err(NotTcp);
     }
     let seg = ip.payload();
-    let p = tcp::Packet::new_checked(seg).ok()?;
+    let p = tcp::Packet::new_checked(seg).map_err(|_| NotTcp)?;
+    let repr = tcp::Repr::parse(&p).map_err(|_| NotTcp)?;
     let sums_ok = csum.ip.holds(|| ip.verify_checksum())
         && csum.l4.holds(|| {
             let len = u16::try_from(seg.len()).unwrap_or(u16::MAX);
             p.verify_checksum(checksum::pseudo_v4(ip.src_addr(), ip.dst_addr(), 6, len))
         });
-    let repr = tcp::Repr::parse(&p).ok()?;
-    let payload_len = p.payload().len();
-    Some((Ipv4Addr::from(ip.dst_addr()), repr, payload_len, sums_ok))
+    if !sums_ok {
+        return Err(RxDrop::BadChecksum);
+    }
+    Ok(RxSeg {
+        dst_ip: Ipv4Addr::from(ip.dst_addr()),
+        repr,
+        payload_len: p.payload().len(),
+    })
 }
 
 #[cfg(test)]
