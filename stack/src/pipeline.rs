@@ -130,13 +130,13 @@ impl<B: PacketBuf> Pipeline<B> {
         }
         let tcp = &mut self.tcp;
         let mut deliver = |seg: &mut Segment<B>| tcp.handle_segment(now, seg);
-        // Runs whose hold time is up leave before this burst is fed: a segment arriving
-        // now must not extend a run that is already due. A full burst means more frames
-        // are waiting (NAPI's budget used up): GRO may then hold runs up to
-        // `busy_hold_ns`; a short or empty one means the queue is drained.
+        // A full burst means more frames are waiting (NAPI's budget used up): GRO may
+        // then hold runs up to `busy_hold_ns`; a short or empty one means the queue is
+        // drained. Runs whose hold time is up are flushed at the end of this burst, not
+        // before it: TCP sees them in this iteration either way, and a due run first takes
+        // the segments of its flow that arrived with this burst.
         if let Some(gro) = &mut self.gro {
             gro.set_backlogged(burst.is_full());
-            gro.flush_expired(now, &mut deliver);
         }
         // Each frame's header lines are fetched PREFETCH_AHEAD frames before it is
         // handled: a frame the NIC (or another core) just wrote is a cache miss on first

@@ -304,3 +304,49 @@ fn a_full_burst_keeps_its_last_run_held_until_the_queue_drains() {
         assert_eq!(st.tcp.bytes_in_order, n * MSS as u64);
     }
 }
+
+/// A run whose hold time is up when a burst arrives first takes that burst's segments of
+/// its flow, then leaves at the burst's end: TCP sees it in the same iteration as it would
+/// have if flushed before the burst, so no segment is held longer, and the run is longer.
+/// A run that is not yet due stays held.
+#[test]
+fn a_due_run_takes_the_bursts_segments_before_it_is_flushed() {
+    let flush = Duration::from_micros(20);
+    let mut p = pipeline(Some(GroConfig {
+        flush_ns: flush,
+        ..GroConfig::default()
+    }));
+    let mut pool = VecPool::new(256, 2048);
+    let t0 = Instant::from_nanos(1_000_000);
+    let (mut seq, isn) = handshake(&mut p, &mut pool, t0);
+    // The handshake's SYN and ACK passed GRO as runs of one.
+    let g0 = p.stats().gro;
+    let mut burst = |p: &mut Pipeline<VecBuf>, now: Instant, n: usize| {
+        let mut b: Burst<VecBuf> = Burst::new();
+        for _ in 0..n {
+            b.push(frame(seq, isn, TcpFlags::ACK, &vec![seq as u8; MSS], 10));
+            seq = seq.wrapping_add(MSS as u32);
+        }
+        p.handle_rx_burst(now, &mut b);
+    };
+    burst(&mut p, t0, 3);
+    let st = p.stats();
+    assert_eq!((st.gro_held_runs, st.tcp.bytes_in_order), (1, 0));
+    // Not due yet (10 us of 20): the burst extends the run and it stays held.
+    burst(&mut p, t0 + Duration::from_micros(10), 2);
+    let st = p.stats();
+    assert_eq!((st.gro_held_runs, st.tcp.bytes_in_order), (1, 0));
+    // Due: the burst's 3 segments join it and the 8-segment run is delivered now.
+    burst(&mut p, t0 + flush, 3);
+    let st = p.stats();
+    assert_eq!(st.gro_held_runs, 0);
+    assert_eq!(st.tcp.bytes_in_order, 8 * MSS as u64);
+    let units = st.gro.units_out - g0.units_out;
+    assert_eq!((units, st.gro.segments_out - g0.segments_out), (1, 8));
+    // Exactly one unit, so exactly one ACK decision for these 8 segments.
+    let acks = sent(&mut p, &mut pool, t0 + flush)
+        .iter()
+        .filter(|x| matches!(x, Parsed::Tcp(m) if m.flags == TcpFlags::ACK))
+        .count();
+    assert_eq!(acks, 1);
+}
