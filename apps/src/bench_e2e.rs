@@ -672,7 +672,7 @@ pub fn run(o: &Options) -> Result<()> {
             }
             if let (Some(b), Some(u)) = (bound, unit) {
                 println!(
-                    "  for reference: in a {} ns window at {:.2} M segments/s, or a full burst of {} frames, a run of one of 64 interleaved flows gathers about {b:.1} segments (measured {u:.1} per unit)",
+                    "  for reference: in a {} ns window at {:.2} M segments/s, with full bursts of {} frames, a run of one of 64 interleaved flows gathers about {b:.1} segments (measured {u:.1} per unit)",
                     o.gro_flush_ns,
                     rate / 1e6,
                     stack::driver::MAX_BURST
@@ -684,19 +684,24 @@ pub fn run(o: &Options) -> Result<()> {
 }
 
 /// About how many segments one GRO run gathers when `flows` flows are interleaved one
-/// segment at a time at an average `seg_per_s` and a run is flushed `window_ns` after its
-/// first segment: its flow's segments come every `flows` segment times, so the first and
-/// then one per `flows / seg_per_s` seconds of the window; and while the receiver is
-/// backlogged a full receive burst ([`stack::driver::MAX_BURST`] frames) holds
-/// `MAX_BURST / flows` of them, merged in that burst whatever the window. The larger of
-/// the two, at most 45 (a 64 KiB write of 1,448-byte segments ends a run with PSH). The
-/// arrivals are burstier than the average, and a busy hold (`--gro-busy-hold-ns`)
-/// lengthens runs while the receiver is backlogged.
+/// segment at a time at an average `seg_per_s` and a run is due `window_ns` after its
+/// first segment. Its flow's segments come every `flows` segment times: the first and then
+/// one per `flows / seg_per_s` seconds of the window. While the receiver is backlogged,
+/// every receive burst is full ([`stack::driver::MAX_BURST`] frames, `MAX_BURST / flows` of
+/// each flow's segments) and one iteration takes `MAX_BURST / seg_per_s`: a run takes its
+/// flow's segments from the burst that started it and from every later burst up to and
+/// including the one in which it is due (due runs are flushed at the end of a burst,
+/// after taking its segments). The larger of the two, at most 45 (a 64 KiB write of
+/// 1,448-byte segments ends a run with PSH). The arrivals are burstier than the average,
+/// and a busy hold (`--gro-busy-hold-ns`) lengthens runs while the receiver is backlogged.
 fn runs_bound(window_ns: u64, seg_per_s: f64, flows: u32) -> f64 {
     let flows = f64::from(flows.max(1));
-    let per_window = 1.0 + window_ns as f64 * 1e-9 * seg_per_s / flows;
-    let per_burst = stack::driver::MAX_BURST as f64 / flows;
-    per_window.max(per_burst).min(f64::from(SEGS_PER_WRITE))
+    let in_window = window_ns as f64 * 1e-9 * seg_per_s;
+    let per_window = 1.0 + in_window / flows;
+    let burst = stack::driver::MAX_BURST as f64;
+    let bursts = 1.0 + (in_window / burst).ceil();
+    let per_bursts = burst / flows * bursts;
+    per_window.max(per_bursts).min(f64::from(SEGS_PER_WRITE))
 }
 
 #[cfg(test)]
@@ -705,11 +710,18 @@ mod tests {
 
     #[test]
     fn runs_bound_counts_a_flows_arrivals_in_the_window() {
-        // 64 flows at 12.8 M segments/s: a flow's segment every 5 µs, 5 in 20 µs; a full
-        // burst of 256 holds 4 of each.
-        assert_eq!(runs_bound(20_000, 12.8e6, 64), 5.0);
+        // 64 flows at 12.8 M segments/s: a flow's segment every 5 µs, 5 in 20 µs; but a
+        // full burst of 256 holds 4 of each and takes 20 µs, so a run takes the next
+        // burst's 4 as well, in which it is due: 8.
+        assert_eq!(runs_bound(20_000, 12.8e6, 64), 8.0);
+        assert_eq!(runs_bound(5_000, 12.8e6, 64), 8.0);
+        // Due within the burst that started it: only that burst's 4.
         assert_eq!(runs_bound(0, 12.8e6, 64), 4.0);
-        assert_eq!(runs_bound(5_000, 12.8e6, 64), 4.0);
+        // Slower: 20 µs hold 128 segments, half a burst; still one more burst: 8.
+        assert_eq!(runs_bound(20_000, 6.4e6, 64), 8.0);
+        // Due at 40 µs, in the third burst: 12; at 50 µs, in the fourth: 16.
+        assert_eq!(runs_bound(40_000, 12.8e6, 64), 12.0);
+        assert_eq!(runs_bound(50_000, 12.8e6, 64), 16.0);
         // 4,096 flows: a burst holds less than one of each; the window decides.
         assert_eq!(runs_bound(20_000, 409.6e6, 4096), 3.0);
         assert!((runs_bound(20_000, 1e6, 4096) - (1.0 + 20.0 / 4096.0)).abs() < 1e-9);
