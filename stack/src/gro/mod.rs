@@ -68,7 +68,9 @@
 //! 1. [`Gro::handle_segment`] for each segment of the received burst, in arrival order;
 //! 2. [`Gro::end_of_burst`] once after the burst: with `flush_ns = 0` it flushes every
 //!    held run (NAPI without `gro_flush_timeout`, `napi_complete_done`), otherwise the runs
-//!    whose deadline passed;
+//!    whose deadline passed. A run already due when the burst arrived has first taken the
+//!    burst's segments of its flow, as a Linux poll merges into held packets before it
+//!    flushes them; TCP sees it in the same iteration either way;
 //! 3. on iterations with no burst, [`Gro::flush_expired`] (or [`Gro::end_of_burst`]);
 //!    [`Gro::next_deadline`] says when the next run expires;
 //! 4. [`Gro::flush_all`] on shutdown.
@@ -88,10 +90,10 @@
 //! held up to `busy_hold_ns` instead of `flush_ns` (when that is longer). A segment is
 //! then held at most the larger of the two plus one iteration. Frames that wait in a
 //! backlogged queue are delayed anyway; holding them coalesced makes the receiver cheaper
-//! per segment, so it catches up sooner. With flows interleaved segment by segment, a
-//! short window otherwise keeps runs of one exactly when the receiver is overloaded, and
-//! each run of one costs more than the segment it saves: the receiver falls further
-//! behind (`weir-bench e2e`, 64 flows).
+//! per segment, so it catches up sooner. With many flows interleaved segment by segment,
+//! a short window otherwise keeps runs short exactly when the receiver is overloaded
+//! (a run then gathers its flow's segments from the few bursts that arrive before it is
+//! due), and each short run costs more per segment: the receiver falls further behind.
 
 mod stats;
 mod table;
