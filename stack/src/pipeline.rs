@@ -122,8 +122,8 @@ impl<B: PacketBuf> Pipeline<B> {
             }
             return;
         }
-        // The first frames' descriptors are fetched while due runs are flushed; the rest
-        // DESC_AHEAD frames ahead, below. A whole burst's at once (64 misses) would fill
+        // The first DESC_AHEAD frames' descriptors are fetched now, the rest DESC_AHEAD
+        // frames ahead, below. A whole burst's at once (up to MAX_BURST misses) would fill
         // the core's line-fill buffers and the prefetches themselves would wait.
         for buf in burst.iter().take(DESC_AHEAD) {
             buf.prefetch_descriptor();
