@@ -186,14 +186,18 @@ fn bursts_with_gaps_finish() {
     }
 }
 
-#[test]
-fn blast_mode_sends_without_acks() {
+/// A sender in blast mode (no ACKs awaited) of `flows` flows of `bytes` each, and a pool.
+fn blast_sender(flows: u32, bytes: u64) -> (Sender, VecPool) {
     let c = GenConfig {
         blast: true,
-        ..cfg(3, 100_000)
+        ..cfg(flows, bytes)
     };
-    let mut s = Sender::new(c);
-    let mut pool = VecPool::new(1000, 2048);
+    (Sender::new(c), VecPool::new(1000, 2048))
+}
+
+#[test]
+fn blast_mode_sends_without_acks() {
+    let (mut s, mut pool) = blast_sender(3, 100_000);
     let mut now = Instant::from_nanos(1);
     let mut n = 0;
     for _ in 0..1000 {
@@ -215,12 +219,7 @@ fn blast_mode_sends_without_acks() {
 #[test]
 fn one_poll_builds_at_most_a_tx_burst() {
     use super::sender::TX_BURST;
-    let c = GenConfig {
-        blast: true,
-        ..cfg(8, 1_000_000)
-    };
-    let mut s = Sender::new(c);
-    let mut pool = VecPool::new(1000, 2048);
+    let (mut s, mut pool) = blast_sender(8, 1_000_000);
     let now = Instant::from_nanos(1);
     s.handle_timeout(now);
     let mut out: Burst<VecBuf> = Burst::new();

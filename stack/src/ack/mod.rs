@@ -421,12 +421,6 @@ impl AckQueue {
     pub fn front(&self) -> Option<&AckSnapshot> {
         self.q.front()
     }
-    /// Removes and returns the oldest snapshot.
-    pub fn pop(&mut self) -> Option<AckSnapshot> {
-        let s = self.q.front().copied();
-        self.pop_front();
-        s
-    }
     /// Removes the oldest snapshot without reading it (after it was built from
     /// [`AckQueue::front`]).
     pub fn pop_front(&mut self) {
@@ -1040,9 +1034,15 @@ mod tests {
         q.push(snap(200, 10, AckReason::GapFill));
         assert_eq!(q.push(snap(300, 10, AckReason::Quick)), AckPush::Merged);
         assert_eq!(q.len(), 2);
-        let a = q.pop().expect("front");
+        // As `Conn::build` sends them: read the front, then remove it.
+        let pop = |q: &mut AckQueue| {
+            let s = q.front().copied();
+            q.pop_front();
+            s
+        };
+        let a = pop(&mut q).expect("front");
         assert_eq!((a.ack, a.reason), (SeqNumber(200), AckReason::Stretch));
-        assert_eq!(q.pop().map(|s| s.ack), Some(SeqNumber(300)));
+        assert_eq!(pop(&mut q).map(|s| s.ack), Some(SeqNumber(300)));
         assert!(q.is_empty());
         let mut one = AckQueue::new(0);
         assert_eq!(one.capacity(), 1);

@@ -817,7 +817,7 @@ impl<B: PacketBuf> Conn<B> {
             ctx.spent.push(sl.buf);
         }
         if self.rxq.is_empty() {
-            // Back to the buffer's first slots, as `AckQueue::pop` does: a queue read as
+            // Back to the buffer's first slots, as `AckQueue::pop_front` does: a queue read as
             // fast as it fills reuses a few cache lines instead of walking its buffer.
             self.rxq.clear();
         }
