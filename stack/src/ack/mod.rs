@@ -374,32 +374,30 @@ impl AckQueue {
         }
     }
 
-    /// Queues `s`. A non-dupack ACK identical to the newest queued one is suppressed (the
-    /// queued frame already says it; sending it twice would be a spurious duplicate ACK that
-    /// the sender counts toward fast retransmit, RFC 5681 §4.2). When the queue is full the
-    /// oldest entry is dropped and the next one, which acknowledges everything it did
-    /// (ACKs are cumulative), becomes a stretch ACK if it acknowledges more.
-    pub fn push(&mut self, s: AckSnapshot) -> AckPush {
-        self.push_with(|slot| *slot = s)
-    }
-
-    /// [`AckQueue::push`] of the snapshot `fill` writes, in its place in the queue. A
-    /// snapshot built field by field elsewhere and then moved in is read back with wide
-    /// loads over the narrow stores that just wrote it: the load cannot take its bytes
-    /// from the store buffer and waits for every older store to reach the cache (2.8% of
-    /// a 64-flow e2e profile, most of `push`). Written in place, nothing reads it back
-    /// but the same fields at their own width.
+    /// Queues the snapshot `fill` writes, in its place in the queue (given
+    /// [`AckSnapshot::EMPTY`]). A non-dupack ACK identical to the newest queued one is
+    /// suppressed (the queued frame already says it; sending it twice would be a spurious
+    /// duplicate ACK that the sender counts toward fast retransmit, RFC 5681 §4.2). When
+    /// the queue is full the oldest entry is dropped and the next one, which acknowledges
+    /// everything it did (ACKs are cumulative), becomes a stretch ACK if it acknowledges
+    /// more.
+    ///
+    /// Written in place because a snapshot built field by field elsewhere and then moved
+    /// in is read back with wide loads over the narrow stores that just wrote it: the load
+    /// cannot take its bytes from the store buffer and waits for every older store to
+    /// reach the cache (2.8% of a 64-flow e2e profile, most of the old by-value push).
+    /// Here nothing reads it back but the same fields at their own width.
     #[inline]
     pub fn push_with(&mut self, fill: impl FnOnce(&mut AckSnapshot)) -> AckPush {
         // The spare slot (see `new`) takes it before the queue's bound is applied.
         self.q.push_back(AckSnapshot::EMPTY);
         let n = self.q.len();
-        let Some(s) = self.q.back_mut() else {
-            return AckPush::Queued;
-        };
-        fill(s);
-        // Read field by field, never as a whole (see above).
-        let dupack = s.reason.is_dupack();
+        let mut dupack = false;
+        if let Some(s) = self.q.back_mut() {
+            fill(s);
+            // Read field by field, never as a whole (see above).
+            dupack = s.reason.is_dupack();
+        }
         if !dupack && n >= 2 && self.q[n - 2].same_content(&self.q[n - 1]) {
             self.q.pop_back();
             return AckPush::Suppressed;
@@ -1002,26 +1000,40 @@ mod tests {
         }
     }
 
+    /// Queues a whole snapshot, as the tests build them.
+    fn push(q: &mut AckQueue, s: AckSnapshot) -> AckPush {
+        q.push_with(|slot| *slot = s)
+    }
+
     /// No spurious duplicate ACK (RFC 5681 §4.2: the sender counts duplicates): an in-order
     /// ACK identical to the newest queued one is suppressed; deliberate dupacks are not.
     #[test]
     fn queue_suppresses_identical_in_order_ack_but_keeps_dupacks() {
         let mut q = AckQueue::new(8);
-        assert_eq!(q.push(snap(100, 10, AckReason::Stretch)), AckPush::Queued);
-        assert_eq!(q.push(snap(100, 10, AckReason::Quick)), AckPush::Suppressed);
         assert_eq!(
-            q.push(snap(100, 10, AckReason::DelayedTimer)),
+            push(&mut q, snap(100, 10, AckReason::Stretch)),
+            AckPush::Queued
+        );
+        assert_eq!(
+            push(&mut q, snap(100, 10, AckReason::Quick)),
             AckPush::Suppressed
         );
         assert_eq!(
-            q.push(snap(100, 11, AckReason::WindowUpdate)),
+            push(&mut q, snap(100, 10, AckReason::DelayedTimer)),
+            AckPush::Suppressed
+        );
+        assert_eq!(
+            push(&mut q, snap(100, 11, AckReason::WindowUpdate)),
             AckPush::Queued
         );
         assert_eq!(
-            q.push(snap(100, 11, AckReason::OutOfOrder)),
+            push(&mut q, snap(100, 11, AckReason::OutOfOrder)),
             AckPush::Queued
         );
-        assert_eq!(q.push(snap(100, 11, AckReason::Duplicate)), AckPush::Queued);
+        assert_eq!(
+            push(&mut q, snap(100, 11, AckReason::Duplicate)),
+            AckPush::Queued
+        );
         assert_eq!(q.len(), 4);
     }
 
@@ -1030,9 +1042,12 @@ mod tests {
     #[test]
     fn queue_overflow_merges_oldest_into_stretch() {
         let mut q = AckQueue::new(2);
-        q.push(snap(100, 10, AckReason::Quick));
-        q.push(snap(200, 10, AckReason::GapFill));
-        assert_eq!(q.push(snap(300, 10, AckReason::Quick)), AckPush::Merged);
+        push(&mut q, snap(100, 10, AckReason::Quick));
+        push(&mut q, snap(200, 10, AckReason::GapFill));
+        assert_eq!(
+            push(&mut q, snap(300, 10, AckReason::Quick)),
+            AckPush::Merged
+        );
         assert_eq!(q.len(), 2);
         // As `Conn::build` sends them: read the front, then remove it.
         let pop = |q: &mut AckQueue| {
@@ -1046,8 +1061,11 @@ mod tests {
         assert!(q.is_empty());
         let mut one = AckQueue::new(0);
         assert_eq!(one.capacity(), 1);
-        one.push(snap(1, 1, AckReason::Quick));
-        assert_eq!(one.push(snap(2, 1, AckReason::Quick)), AckPush::Merged);
+        push(&mut one, snap(1, 1, AckReason::Quick));
+        assert_eq!(
+            push(&mut one, snap(2, 1, AckReason::Quick)),
+            AckPush::Merged
+        );
         assert_eq!(one.front().map(|s| s.reason), Some(AckReason::Stretch));
     }
 
