@@ -7,6 +7,12 @@
 //! file. The core never waits: when its queue is full, the capture pool is empty, or the
 //! file has reached `--pcap-max-mb`, the frame is left out of the capture and counted in
 //! `pcap_dropped`. The original frame is never touched.
+//!
+//! The accounting is exact whatever the machine's speed: each direction's frames *seen*
+//! (offered to the capture) equal its frames *written* plus its frames *left out*, counted
+//! by the core (queue full, pool empty, file full) and by the writer (file full, write
+//! error). Whether anything is left out depends on how much CPU the writer thread gets;
+//! the counts say exactly what is missing from the file.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,6 +39,17 @@ pub struct CaptureConfig {
     pub max_bytes: u64,
 }
 
+/// One direction's counts: `seen == written + dropped` once the capture has finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectionTotals {
+    /// Frames offered to the capture.
+    pub seen: u64,
+    /// Frames written to the file.
+    pub written: u64,
+    /// Frames left out (queue full, pool empty, file full, write error).
+    pub dropped: u64,
+}
+
 /// Totals of a capture, for the summary and the JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CaptureTotals {
@@ -42,12 +59,52 @@ pub struct CaptureTotals {
     pub bytes: u64,
     /// Frames left out (queue full, pool empty, file full, write error).
     pub dropped: u64,
+    /// Received frames.
+    pub rx: DirectionTotals,
+    /// Transmitted frames.
+    pub tx: DirectionTotals,
+}
+
+impl CaptureTotals {
+    /// The totals as JSON fields (`pcap_written`, `pcap_bytes`, `pcap_dropped`, and per
+    /// direction `pcap_{rx,tx}_{seen,written,dropped}`), for `--stats-json`.
+    pub fn json_fields(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("pcap_written", self.written),
+            ("pcap_bytes", self.bytes),
+            ("pcap_dropped", self.dropped),
+            ("pcap_rx_seen", self.rx.seen),
+            ("pcap_rx_written", self.rx.written),
+            ("pcap_rx_dropped", self.rx.dropped),
+            ("pcap_tx_seen", self.tx.seen),
+            ("pcap_tx_written", self.tx.written),
+            ("pcap_tx_dropped", self.tx.dropped),
+        ]
+    }
+}
+
+/// Counters of one direction, indexed by [`dir_index`].
+#[derive(Debug, Default)]
+struct DirCounters {
+    seen: AtomicU64,
+    written: AtomicU64,
+    dropped: AtomicU64,
+}
+
+fn dir_index(d: Direction) -> usize {
+    match d {
+        Direction::In => 0,
+        Direction::Out => 1,
+    }
 }
 
 /// State shared by the cores and the writer.
 #[derive(Debug)]
 struct Shared {
-    queues: Vec<ArrayQueue<Mbuf>>,
+    /// Per core: copies waiting for the writer, with the direction they were taken in.
+    queues: Vec<ArrayQueue<(Mbuf, Direction)>>,
+    /// Per direction (In, Out): seen, written and left out, over all cores and the writer.
+    dirs: [DirCounters; 2],
     /// Per core: frames left out by that core (written only by it).
     core_dropped: Vec<AtomicU64>,
     /// Frames the writer left out (file full or a write error).
@@ -95,6 +152,7 @@ impl Capture {
             .context("--pcap: creating the capture mbuf pool (give EAL more memory with -m)")?;
         let shared = Arc::new(Shared {
             queues: (0..cores).map(|_| ArrayQueue::new(QUEUE_DEPTH)).collect(),
+            dirs: Default::default(),
             core_dropped: (0..cores).map(|_| AtomicU64::new(0)).collect(),
             writer_dropped: AtomicU64::new(0),
             written: AtomicU64::new(0),
@@ -185,7 +243,14 @@ impl CaptureObserver {
 }
 
 fn totals(sh: &Shared) -> CaptureTotals {
+    let dir = |i: usize| DirectionTotals {
+        seen: sh.dirs[i].seen.load(Ordering::Relaxed),
+        written: sh.dirs[i].written.load(Ordering::Relaxed),
+        dropped: sh.dirs[i].dropped.load(Ordering::Relaxed),
+    };
     CaptureTotals {
+        rx: dir(0),
+        tx: dir(1),
         written: sh.written.load(Ordering::Relaxed),
         bytes: sh.bytes.load(Ordering::Relaxed),
         dropped: sh.writer_dropped.load(Ordering::Relaxed)
@@ -210,9 +275,13 @@ fn write_loop(sh: &Shared, w: &mut PcapngWriter, max_bytes: u64) -> Result<()> {
         let stopping = sh.stop.load(Ordering::Acquire);
         let mut moved = 0usize;
         for q in &sh.queues {
+            let mut per_dir = [0u64; 2];
             while batch.len() < batch.capacity() {
                 match q.pop() {
-                    Some(m) => batch.push(m),
+                    Some((m, d)) => {
+                        per_dir[dir_index(d)] += 1;
+                        batch.push(m);
+                    }
                     None => break,
                 }
             }
@@ -221,13 +290,15 @@ fn write_loop(sh: &Shared, w: &mut PcapngWriter, max_bytes: u64) -> Result<()> {
             }
             moved += batch.len();
             let n = batch.len() as u64;
-            if sh.full.load(Ordering::Relaxed) {
-                sh.writer_dropped.fetch_add(n, Ordering::Relaxed);
-            } else {
+            let mut lost = sh.full.load(Ordering::Relaxed);
+            if !lost {
                 match w.write(&mut batch) {
                     Ok(bytes) => {
                         sh.written.fetch_add(n, Ordering::Relaxed);
                         sh.bytes.fetch_add(bytes, Ordering::Relaxed);
+                        for (c, k) in sh.dirs.iter().zip(per_dir) {
+                            c.written.fetch_add(k, Ordering::Relaxed);
+                        }
                         if w.bytes_written() >= max_bytes {
                             sh.full.store(true, Ordering::Relaxed);
                             tracing::warn!(
@@ -237,10 +308,16 @@ fn write_loop(sh: &Shared, w: &mut PcapngWriter, max_bytes: u64) -> Result<()> {
                         }
                     }
                     Err(e) => {
-                        sh.writer_dropped.fetch_add(n, Ordering::Relaxed);
+                        lost = true;
                         sh.full.store(true, Ordering::Relaxed);
                         tracing::error!("--pcap: writing the capture failed: {e}; capture stopped");
                     }
+                }
+            }
+            if lost {
+                sh.writer_dropped.fetch_add(n, Ordering::Relaxed);
+                for (c, k) in sh.dirs.iter().zip(per_dir) {
+                    c.dropped.fetch_add(k, Ordering::Relaxed);
                 }
             }
             batch.clear();
@@ -282,21 +359,30 @@ impl CoreCapture {
         let tsc = Clock::cycles();
         let full = self.shared.full.load(Ordering::Relaxed);
         let q = &self.shared.queues[self.core];
+        let mut seen = 0u64;
         for m in frames {
+            seen += 1;
             if full {
                 self.dropped += 1;
                 continue;
             }
             match pcapng::copy(self.port, self.queue, m, &self.pool, self.snaplen, tsc, dir) {
                 Some(c) => {
-                    if q.push(c).is_err() {
+                    if q.push((c, dir)).is_err() {
                         self.dropped += 1;
                     }
                 }
                 None => self.dropped += 1,
             }
         }
+        let counters = &self.shared.dirs[dir_index(dir)];
+        // `seen` before the copies reach the writer's counters: a reader never sees more
+        // written than seen.
+        counters.seen.fetch_add(seen, Ordering::Relaxed);
         if self.dropped != before {
+            counters
+                .dropped
+                .fetch_add(self.dropped - before, Ordering::Relaxed);
             self.shared.core_dropped[self.core].store(self.dropped, Ordering::Relaxed);
         }
     }

@@ -970,9 +970,9 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         );
         let mut v = v;
         if let (Some(t), serde_json::Value::Object(m)) = (pcap, &mut v) {
-            m.insert("pcap_written".into(), json!(t.written));
-            m.insert("pcap_bytes".into(), json!(t.bytes));
-            m.insert("pcap_dropped".into(), json!(t.dropped));
+            for (k, n) in t.json_fields() {
+                m.insert(k.into(), json!(n));
+            }
         }
         let text = serde_json::to_string_pretty(&v)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end tests of weir-sink's operability features (issue 8): --pcap read back with
+# End-to-end tests of weir-sink's operability features: --pcap read back with
 # tshark, --metrics compared with --stats-json, --config files, the start-up log line and
 # DPDK's log routed through tracing. Like scripts/e2e/tap.sh it runs weir-sink (release)
 # in a fresh network namespace with the kernel's TCP as the sender, and fails (never
@@ -17,7 +17,12 @@
 #     outbound TCP frames                       == acks_sent (every TCP segment weir sends,
 #                                                  SYN-ACK and FIN included, is counted
 #                                                  there by reason; captured before tx_burst)
-#     pcap_dropped                              == 0 (else the file may lack frames)
+#   The capture may leave frames out when its writer thread gets too little CPU (it never
+#   stalls the core), so the file is compared through exact accounting, whatever the
+#   machine's speed: per direction, frames seen = frames written + frames left out, every
+#   received frame and every frame handed to tx_burst was seen, the file holds exactly the
+#   frames written, and each TCP count above lies between the file's count and the file's
+#   count plus that direction's left-out frames (equal when nothing was left out).
 # - metrics vs JSON: scraped after the transfers end and before SIGINT; only TCP totals,
 #   which cannot change once the connections are closed (stray IPv6 multicast from the
 #   namespace's kernel may still move rx_packets, so it is not compared).
@@ -42,6 +47,9 @@ check() { # check NAME CONDITION-COMMAND...
   if "$@"; then echo "  ok   $name"; passed=$((passed + 1)); else echo "  FAIL $name"; failed=$((failed + 1)); fi
 }
 eq() { [ "$1" = "$2" ] || { echo "       expected '$2', got '$1'" >&2; return 1; }; }
+between() { # between LO X HI: LO <= X <= HI
+  awk -v l="$1" -v x="$2" -v h="$3" 'BEGIN { exit !(l <= x && x <= h) }' || { echo "       expected $1 <= $2 <= $3" >&2; return 1; }
+}
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }' || { echo "       expected $1 > $2" >&2; return 1; }; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || { echo "       expected $1 <= $2" >&2; return 1; }; }
 j() { jq -r "$2" "$work/$1.json"; }
@@ -93,21 +101,29 @@ BODY=cap_body session cap --port 5001 --pcap "$work/cap.pcapng" --metrics "$METR
 P=$work/cap.pcapng
 check "cap: socat digest matches the file" eq "$(j cap '[.digests[] | select(.local_port == 5001) | .sha256] | first')" "$(cat "$work/cap.sha")"
 check "cap: tshark reads the file" tshark -r "$P" -c 1 >/dev/null 2>&1
-check "cap: nothing left out of the capture (pcap_dropped)" eq "$(j cap .pcap_dropped)" 0
+rx_lost=$(j cap .pcap_rx_dropped) tx_lost=$(j cap .pcap_tx_dropped)
+echo "       capture left out $rx_lost received and $tx_lost transmitted frames (the writer's share of CPU decides; accounted below)"
+check "cap: received frames seen = written + left out" eq "$(j cap .pcap_rx_seen)" "$(j cap '.pcap_rx_written + .pcap_rx_dropped')"
+check "cap: transmitted frames seen = written + left out" eq "$(j cap .pcap_tx_seen)" "$(j cap '.pcap_tx_written + .pcap_tx_dropped')"
+check "cap: every received frame was offered to the capture" eq "$(j cap .pcap_rx_seen)" "$(j cap .rx_packets)"
+check "cap: every frame handed to tx_burst was offered to the capture" eq "$(j cap .pcap_tx_seen)" "$(j cap '.tx_packets + .tx_dropped')"
+check "cap: pcap_dropped = the two directions' left-out frames" eq "$(j cap .pcap_dropped)" "$((rx_lost + tx_lost))"
 check "cap: frames written = frames in the file" eq "$(j cap .pcap_written)" "$(ts "$P" "frame")"
+check "cap: received frames written = inbound frames in the file" eq "$(j cap .pcap_rx_written)" "$(ts "$P" "frame.p2p_dir==1")"
+check "cap: transmitted frames written = outbound frames in the file" eq "$(j cap .pcap_tx_written)" "$(ts "$P" "frame.p2p_dir==0")"
 check "cap: handshake seen (SYN in, SYN-ACK out)" gt "$(ts "$P" "tcp.flags.syn==1 && tcp.flags.ack==1 && frame.p2p_dir==0")" 0
 check "cap: tcp parse drops are zero (so every TCP frame reached GRO)" eq "$(j cap '[.drops_by_reason | to_entries[] | select(.key | test("^parse\\.(tcp|ipv4_bad_checksum|ipv6|truncated)")) | .value] | add // 0')" 0
 in_tcp=$(ts "$P" "tcp && frame.p2p_dir==1")
 in_data=$(ts "$P" "tcp && frame.p2p_dir==1 && tcp.len>0")
 out_tcp=$(ts "$P" "tcp && frame.p2p_dir==0")
 echo "       capture: $in_tcp TCP in ($in_data with data), $out_tcp TCP out"
-check "cap: inbound TCP frames = gro_segments_in" eq "$in_tcp" "$(j cap .gro_segments_in)"
+check "cap: inbound TCP frames <= gro_segments_in <= inbound TCP frames + received frames left out" between "$in_tcp" "$(j cap .gro_segments_in)" "$((in_tcp + rx_lost))"
 # Data segments are not exactly comparable to one counter: a segment the kernel sent twice,
 # or one TCP dropped (window, queue), is in the file once per copy but may be counted under
 # a drop reason or not at all; so the in-order count is a lower bound, printed for reading.
 echo "       weir: $(j cap .tcp_segments_in_order) in order, $(j cap .tcp_ooo_segments) out of order, $(j cap .tcp_duplicate_segments) duplicate; tcp drops: $(j cap '[.drops_by_reason | to_entries[] | select(.key | startswith("tcp.")) | select(.value > 0) | "\(.key)=\(.value)"] | join(" ")')"
-check "cap: inbound data segments >= segments delivered in order" le "$(j cap .tcp_segments_in_order)" "$in_data"
-check "cap: outbound TCP frames (ACKs) = acks_sent" eq "$out_tcp" "$(j cap .acks_sent)"
+check "cap: inbound data segments + received frames left out >= segments delivered in order" le "$(j cap .tcp_segments_in_order)" "$((in_data + rx_lost))"
+check "cap: outbound TCP frames <= acks_sent <= outbound TCP frames + transmitted frames left out" between "$out_tcp" "$(j cap .acks_sent)" "$((out_tcp + tx_lost))"
 check "cap: direction recorded on every frame" eq "$(ts "$P" "frame.p2p_dir==0 || frame.p2p_dir==1")" "$(ts "$P" frame)"
 first_ts=$(tshark -r "$P" -c 1 -T fields -e frame.time_epoch 2>/dev/null | cut -d. -f1)
 check "cap: timestamps are wall-clock (within a day of now)" le "$(( ${first_ts:-0} > $(date +%s) ? ${first_ts:-0} - $(date +%s) : $(date +%s) - ${first_ts:-0} ))" 86400
@@ -158,6 +174,9 @@ check "small: no frame longer than the snaplen in the file" le "$(tshark -r "$wo
 check "small: original lengths kept (frame.len > cap_len for data)" gt "$(ts "$work/small.pcapng" "frame.len > frame.cap_len")" 0
 check "small: frames left out once the file is full (pcap_dropped > 0)" gt "$(j small .pcap_dropped)" 0
 check "small: file stops near --pcap-max-mb" le "$(stat -c %s "$work/small.pcapng")" $((1024 * 1024 + 65536))
+check "small: received frames seen = written + left out (frames were left out)" eq "$(j small .pcap_rx_seen)" "$(j small '.pcap_rx_written + .pcap_rx_dropped')"
+check "small: transmitted frames seen = written + left out" eq "$(j small .pcap_tx_seen)" "$(j small '.pcap_tx_written + .pcap_tx_dropped')"
+check "small: received frames written = inbound frames in the file" eq "$(j small .pcap_rx_written)" "$(ts "$work/small.pcapng" "frame.p2p_dir==1")"
 check "small: written + dropped = every frame in and out" eq "$(j small '.pcap_written + .pcap_dropped')" "$(j small '.rx_packets + .tx_packets + .tx_dropped')"
 
 # ---- 3. --config ----
