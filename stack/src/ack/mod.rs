@@ -40,6 +40,7 @@ use core::str::FromStr;
 
 use std::collections::VecDeque;
 
+use crate::reason::reason_enum;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
 use crate::wire::{SackBlock, MAX_SACK_BLOCKS};
@@ -223,72 +224,39 @@ impl fmt::Display for AckPolicy {
     }
 }
 
-/// Why a segment was sent; ACKs are counted by reason in [`AckStats`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AckReason {
-    /// More than one rcv_mss arrived since the last window update (`__tcp_ack_snd_check`
-    /// (a)), or `every:N` reached N.
-    Stretch,
-    /// Quickack mode (connection start, after idle, after duplicates).
-    Quick,
-    /// Out-of-order data (a duplicate ACK carrying SACK blocks).
-    OutOfOrder,
-    /// Old or duplicate data, or a segment outside the window (with D-SACK).
-    Duplicate,
-    /// The out-of-order queue drained: a gap was filled (RFC 5681 §4.2).
-    GapFill,
-    /// The delayed-ACK (or `delay:NS`) timer expired.
-    DelayedTimer,
-    /// The application consumed data and the window at least doubled.
-    WindowUpdate,
-    /// The application consumed pushed data (`ICSK_ACK_PUSHED`/`PUSHED2`).
-    Psh,
-    /// SYN-ACK or the ACK of the handshake.
-    Handshake,
-    /// A challenge ACK (RFC 5961).
-    Challenge,
-    /// Our FIN, or the ACK of the peer's FIN.
-    Fin,
-    /// A RST.
-    Rst,
+reason_enum! {
+    /// Why a segment was sent; ACKs are counted by reason in [`AckStats`]. Names
+    /// ([`AckReason::name`]) are used in the stats output.
+    pub enum AckReason {
+        /// More than one rcv_mss arrived since the last window update
+        /// (`__tcp_ack_snd_check` (a)), or `every:N` reached N.
+        Stretch = "stretch",
+        /// Quickack mode (connection start, after idle, after duplicates).
+        Quick = "quick",
+        /// Out-of-order data (a duplicate ACK carrying SACK blocks).
+        OutOfOrder = "out_of_order",
+        /// Old or duplicate data, or a segment outside the window (with D-SACK).
+        Duplicate = "duplicate",
+        /// The out-of-order queue drained: a gap was filled (RFC 5681 §4.2).
+        GapFill = "gap_fill",
+        /// The delayed-ACK (or `delay:NS`) timer expired.
+        DelayedTimer = "delayed_timer",
+        /// The application consumed data and the window at least doubled.
+        WindowUpdate = "window_update",
+        /// The application consumed pushed data (`ICSK_ACK_PUSHED`/`PUSHED2`).
+        Psh = "psh",
+        /// SYN-ACK or the ACK of the handshake.
+        Handshake = "handshake",
+        /// A challenge ACK (RFC 5961).
+        Challenge = "challenge",
+        /// Our FIN, or the ACK of the peer's FIN.
+        Fin = "fin",
+        /// A RST.
+        Rst = "rst",
+    }
 }
 
 impl AckReason {
-    /// Every reason, in counter order.
-    pub const ALL: [AckReason; 12] = [
-        AckReason::Stretch,
-        AckReason::Quick,
-        AckReason::OutOfOrder,
-        AckReason::Duplicate,
-        AckReason::GapFill,
-        AckReason::DelayedTimer,
-        AckReason::WindowUpdate,
-        AckReason::Psh,
-        AckReason::Handshake,
-        AckReason::Challenge,
-        AckReason::Fin,
-        AckReason::Rst,
-    ];
-    /// The snake_case name used in stats output.
-    pub const fn name(self) -> &'static str {
-        match self {
-            AckReason::Stretch => "stretch",
-            AckReason::Quick => "quick",
-            AckReason::OutOfOrder => "out_of_order",
-            AckReason::Duplicate => "duplicate",
-            AckReason::GapFill => "gap_fill",
-            AckReason::DelayedTimer => "delayed_timer",
-            AckReason::WindowUpdate => "window_update",
-            AckReason::Psh => "psh",
-            AckReason::Handshake => "handshake",
-            AckReason::Challenge => "challenge",
-            AckReason::Fin => "fin",
-            AckReason::Rst => "rst",
-        }
-    }
-    const fn index(self) -> usize {
-        self as usize
-    }
     /// A deliberate duplicate ACK (out-of-order data, old data, a challenge): sent even
     /// when an identical ACK is already queued, because the sender counts them (RFC 5681
     /// §4.2, RFC 5961 §7).
@@ -452,7 +420,7 @@ impl AckQueue {
 /// Segments sent by the ACK engine, by reason, plus the segments they acknowledged.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AckStats {
-    by_reason: [u64; 12],
+    by_reason: [u64; AckReason::COUNT],
     /// Data segments (wire segments, counting inside coalesced runs) received in order.
     pub segments_acked: u64,
     /// ACKs not built because the buffer pool was empty (they stay due).

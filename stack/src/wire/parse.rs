@@ -19,147 +19,110 @@ use super::{arp, checksum, icmp, ipv6, tcp};
 use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES};
 use crate::buf::{ChecksumStatus, RxChecksum};
 use crate::flow::{FlowKey, NO_VLAN};
+use crate::reason::reason_enum;
 use crate::seq::SeqNumber;
 
-macro_rules! drop_reasons {
-    ($( $(#[$m:meta])* $v:ident = $n:literal, )*) => {
-        /// Why a received frame was dropped: one variant per distinct cause, each counted
-        /// separately ([`ParseStats`]). Names ([`DropReason::name`]) are snake_case and
-        /// stable: they are JSON keys and Prometheus labels.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[repr(u8)]
-        pub enum DropReason {
-            $( $(#[$m])* $v, )*
-        }
-
-        impl DropReason {
-            const ALL: [DropReason; [$(DropReason::$v),*].len()] = [$(DropReason::$v),*];
-            /// Number of reasons.
-            pub const COUNT: usize = Self::ALL.len();
-            /// The stable snake_case name.
-            pub const fn name(&self) -> &'static str {
-                match self {
-                    $( DropReason::$v => $n, )*
-                }
-            }
-        }
-    };
-}
-
-drop_reasons! {
-    /// Shorter than an Ethernet header.
-    TruncatedEthernet = "truncated_ethernet",
-    /// An 802.1Q TPID with no room for the tag.
-    TruncatedVlan = "truncated_vlan",
-    /// An 802.1Q tag around something other than IPv4, IPv6 or ARP (including a second
-    /// tag: weir handles one).
-    VlanNonIp = "vlan_non_ip",
-    /// An EtherType weir does not handle.
-    UnsupportedEthertype = "unsupported_ethertype",
-    /// Source MAC with the group bit set (multicast or broadcast; IEEE 802 §8.2).
-    MulticastSourceMac = "multicast_source_mac",
-    /// A unicast frame for another MAC, or TCP not sent to weir's unicast MAC (Linux drops
-    /// TCP that is not `PACKET_HOST`).
-    NotOurMac = "not_our_mac",
-    /// Shorter than an Ethernet/IPv4 ARP packet.
-    TruncatedArp = "truncated_arp",
-    /// ARP for other than Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths).
-    ArpUnsupported = "arp_unsupported",
-    /// An ARP reply or other operation: weir only answers requests.
-    ArpNotRequest = "arp_not_request",
-    /// Addressed (IP, ARP target or ND target) to an address that is not weir's.
-    NotForUs = "not_for_us",
-    /// Shorter than an IPv4 header.
-    TruncatedIpv4 = "truncated_ipv4",
-    /// IPv4 EtherType with a version other than 4.
-    Ipv4BadVersion = "ipv4_bad_version",
-    /// IHL below 5 (RFC 791 §3.1).
-    Ipv4IhlTooSmall = "ipv4_ihl_too_small",
-    /// IHL past the end of the frame.
-    Ipv4IhlPastPacket = "ipv4_ihl_past_packet",
-    /// Total length smaller than the header.
-    Ipv4TotalLenTooSmall = "ipv4_total_len_too_small",
-    /// Total length larger than the frame.
-    Ipv4TotalLenPastFrame = "ipv4_total_len_past_frame",
-    /// Bad IPv4 header checksum (software check or the NIC's verdict).
-    Ipv4BadChecksum = "ipv4_bad_checksum",
-    /// An IPv4 fragment: weir does not reassemble (TCP senders use PMTU discovery).
-    Ipv4Fragment = "ipv4_fragment",
-    /// Shorter than an IPv6 header.
-    TruncatedIpv6 = "truncated_ipv6",
-    /// IPv6 EtherType with a version other than 6.
-    Ipv6BadVersion = "ipv6_bad_version",
-    /// Payload length larger than the frame (RFC 8200 §3).
-    Ipv6PayloadLenMismatch = "ipv6_payload_len_mismatch",
-    /// Fewer than 8 bytes left for an extension header.
-    TruncatedIpv6ExtHeader = "truncated_ipv6_ext_header",
-    /// An extension header whose length runs past the packet.
-    Ipv6ExtChainPastPacket = "ipv6_ext_chain_past_packet",
-    /// More than [`ipv6::MAX_EXT_HEADERS`] extension headers.
-    Ipv6ExtChainTooLong = "ipv6_ext_chain_too_long",
-    /// A hop-by-hop header not first in the chain (RFC 8200 §4.1).
-    Ipv6HopByHopNotFirst = "ipv6_hop_by_hop_not_first",
-    /// An IPv6 fragment (non-atomic; RFC 8200 §4.5).
-    Ipv6Fragment = "ipv6_fragment",
-    /// Multicast, broadcast or (for IPv4) limited-broadcast source address (RFC 1122
-    /// §3.2.1.3, RFC 9293 §3.10.7.2).
-    MulticastSourceIp = "multicast_source_ip",
-    /// For weir, but neither TCP nor a supported ICMP message (UDP and others).
-    NotTcp = "not_tcp",
-    /// Shorter than a TCP header.
-    TruncatedTcp = "truncated_tcp",
-    /// TCP data offset below 5 (RFC 9293 §3.1).
-    TcpDataOffsetTooSmall = "tcp_data_offset_too_small",
-    /// TCP data offset past the end of the IP payload.
-    TcpDataOffsetPastPacket = "tcp_data_offset_past_packet",
-    /// A TCP option kind with no length byte.
-    TruncatedTcpOptions = "truncated_tcp_options",
-    /// A TCP option with length 0.
-    TcpOptionLenZero = "tcp_option_len_zero",
-    /// A TCP option with length 1.
-    TcpOptionLenOne = "tcp_option_len_one",
-    /// A TCP option running past the header.
-    TcpOptionPastHeader = "tcp_option_past_header",
-    /// A known TCP option with the wrong length (MSS 4, WS 3, SACK-perm 2, TS 10,
-    /// SACK 2 + 8n).
-    TcpOptionBadLength = "tcp_option_bad_length",
-    /// Window scale above 14 (RFC 7323 §2.3).
-    TcpWindowScaleTooLarge = "tcp_wscale_too_large",
-    /// MSS option of 0.
-    TcpMssZero = "tcp_mss_zero",
-    /// SYN and FIN together (never legitimate; a scanner's probe).
-    TcpSynFin = "tcp_syn_fin",
-    /// SYN and RST together.
-    TcpSynRst = "tcp_syn_rst",
-    /// No control bits at all (a "null" scan).
-    TcpNoFlags = "tcp_no_flags",
-    /// Bad TCP checksum (software check or the NIC's verdict).
-    TcpBadChecksum = "tcp_bad_checksum",
-    /// Shorter than the ICMP message type needs.
-    TruncatedIcmp = "truncated_icmp",
-    /// Bad ICMP or ICMPv6 checksum.
-    IcmpBadChecksum = "icmp_bad_checksum",
-    /// An ICMP message weir does not answer (anything but echo request and NS).
-    IcmpUnsupported = "icmp_unsupported",
-    /// A neighbor solicitation failing RFC 4861 §7.1.1 validation.
-    NdInvalid = "nd_invalid",
-}
-
-impl DropReason {
-    /// Every reason, in declaration order (index = `reason as usize`).
-    pub const fn all() -> &'static [DropReason] {
-        &Self::ALL
-    }
-    /// The reason's index in `0..COUNT` (for counter arrays).
-    #[inline]
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl core::fmt::Display for DropReason {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+reason_enum! {
+    /// Why a received frame was dropped: one variant per distinct cause, each counted
+    /// separately ([`ParseStats`]). Names ([`DropReason::name`]) are snake_case and
+    /// stable: they are JSON keys and Prometheus labels.
+    pub enum DropReason {
+        /// Shorter than an Ethernet header.
+        TruncatedEthernet = "truncated_ethernet",
+        /// An 802.1Q TPID with no room for the tag.
+        TruncatedVlan = "truncated_vlan",
+        /// An 802.1Q tag around something other than IPv4, IPv6 or ARP (including a second
+        /// tag: weir handles one).
+        VlanNonIp = "vlan_non_ip",
+        /// An EtherType weir does not handle.
+        UnsupportedEthertype = "unsupported_ethertype",
+        /// Source MAC with the group bit set (multicast or broadcast; IEEE 802 §8.2).
+        MulticastSourceMac = "multicast_source_mac",
+        /// A unicast frame for another MAC, or TCP not sent to weir's unicast MAC (Linux drops
+        /// TCP that is not `PACKET_HOST`).
+        NotOurMac = "not_our_mac",
+        /// Shorter than an Ethernet/IPv4 ARP packet.
+        TruncatedArp = "truncated_arp",
+        /// ARP for other than Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths).
+        ArpUnsupported = "arp_unsupported",
+        /// An ARP reply or other operation: weir only answers requests.
+        ArpNotRequest = "arp_not_request",
+        /// Addressed (IP, ARP target or ND target) to an address that is not weir's.
+        NotForUs = "not_for_us",
+        /// Shorter than an IPv4 header.
+        TruncatedIpv4 = "truncated_ipv4",
+        /// IPv4 EtherType with a version other than 4.
+        Ipv4BadVersion = "ipv4_bad_version",
+        /// IHL below 5 (RFC 791 §3.1).
+        Ipv4IhlTooSmall = "ipv4_ihl_too_small",
+        /// IHL past the end of the frame.
+        Ipv4IhlPastPacket = "ipv4_ihl_past_packet",
+        /// Total length smaller than the header.
+        Ipv4TotalLenTooSmall = "ipv4_total_len_too_small",
+        /// Total length larger than the frame.
+        Ipv4TotalLenPastFrame = "ipv4_total_len_past_frame",
+        /// Bad IPv4 header checksum (software check or the NIC's verdict).
+        Ipv4BadChecksum = "ipv4_bad_checksum",
+        /// An IPv4 fragment: weir does not reassemble (TCP senders use PMTU discovery).
+        Ipv4Fragment = "ipv4_fragment",
+        /// Shorter than an IPv6 header.
+        TruncatedIpv6 = "truncated_ipv6",
+        /// IPv6 EtherType with a version other than 6.
+        Ipv6BadVersion = "ipv6_bad_version",
+        /// Payload length larger than the frame (RFC 8200 §3).
+        Ipv6PayloadLenMismatch = "ipv6_payload_len_mismatch",
+        /// Fewer than 8 bytes left for an extension header.
+        TruncatedIpv6ExtHeader = "truncated_ipv6_ext_header",
+        /// An extension header whose length runs past the packet.
+        Ipv6ExtChainPastPacket = "ipv6_ext_chain_past_packet",
+        /// More than [`ipv6::MAX_EXT_HEADERS`] extension headers.
+        Ipv6ExtChainTooLong = "ipv6_ext_chain_too_long",
+        /// A hop-by-hop header not first in the chain (RFC 8200 §4.1).
+        Ipv6HopByHopNotFirst = "ipv6_hop_by_hop_not_first",
+        /// An IPv6 fragment (non-atomic; RFC 8200 §4.5).
+        Ipv6Fragment = "ipv6_fragment",
+        /// Multicast, broadcast or (for IPv4) limited-broadcast source address (RFC 1122
+        /// §3.2.1.3, RFC 9293 §3.10.7.2).
+        MulticastSourceIp = "multicast_source_ip",
+        /// For weir, but neither TCP nor a supported ICMP message (UDP and others).
+        NotTcp = "not_tcp",
+        /// Shorter than a TCP header.
+        TruncatedTcp = "truncated_tcp",
+        /// TCP data offset below 5 (RFC 9293 §3.1).
+        TcpDataOffsetTooSmall = "tcp_data_offset_too_small",
+        /// TCP data offset past the end of the IP payload.
+        TcpDataOffsetPastPacket = "tcp_data_offset_past_packet",
+        /// A TCP option kind with no length byte.
+        TruncatedTcpOptions = "truncated_tcp_options",
+        /// A TCP option with length 0.
+        TcpOptionLenZero = "tcp_option_len_zero",
+        /// A TCP option with length 1.
+        TcpOptionLenOne = "tcp_option_len_one",
+        /// A TCP option running past the header.
+        TcpOptionPastHeader = "tcp_option_past_header",
+        /// A known TCP option with the wrong length (MSS 4, WS 3, SACK-perm 2, TS 10,
+        /// SACK 2 + 8n).
+        TcpOptionBadLength = "tcp_option_bad_length",
+        /// Window scale above 14 (RFC 7323 §2.3).
+        TcpWindowScaleTooLarge = "tcp_wscale_too_large",
+        /// MSS option of 0.
+        TcpMssZero = "tcp_mss_zero",
+        /// SYN and FIN together (never legitimate; a scanner's probe).
+        TcpSynFin = "tcp_syn_fin",
+        /// SYN and RST together.
+        TcpSynRst = "tcp_syn_rst",
+        /// No control bits at all (a "null" scan).
+        TcpNoFlags = "tcp_no_flags",
+        /// Bad TCP checksum (software check or the NIC's verdict).
+        TcpBadChecksum = "tcp_bad_checksum",
+        /// Shorter than the ICMP message type needs.
+        TruncatedIcmp = "truncated_icmp",
+        /// Bad ICMP or ICMPv6 checksum.
+        IcmpBadChecksum = "icmp_bad_checksum",
+        /// An ICMP message weir does not answer (anything but echo request and NS).
+        IcmpUnsupported = "icmp_unsupported",
+        /// A neighbor solicitation failing RFC 4861 §7.1.1 validation.
+        NdInvalid = "nd_invalid",
     }
 }
 
