@@ -19,7 +19,8 @@
 //! cannot join it, when its time is up, when the table needs its room, or on shutdown.
 //! Every output unit is counted by [`FlushReason`] in [`GroStats`].
 //!
-//! The merge rules are Linux's, per pair (the held run `p`, the new segment `s`):
+//! The merge rules are Linux's, per pair (the held run `p`, the new segment `s`), checked
+//! in one place (`can_merge`) for both the general path and the fast path:
 //!
 //! - same flow: addresses, ports, VLAN ([`FlowKey`]), the same MAC addresses
 //!   (`gro_list_prepare`) and, for IPv6, the flow label (`ipv6_gro_receive` compares the
@@ -412,6 +413,18 @@ impl<'a> Arrival<'a> {
         }
     }
 
+    /// The fields [`can_merge`] reads besides the signature.
+    #[inline(always)]
+    fn candidate(&self) -> Candidate {
+        Candidate {
+            seq: self.seq,
+            len: self.payload_len,
+            ip_id: self.ip_id,
+            df: self.df,
+            ts: self.ts,
+        }
+    }
+
     /// The options as the parser reported them.
     #[inline(always)]
     fn opts(&self) -> TcpOptions {
@@ -569,7 +582,7 @@ impl<B: PacketBuf> Gro<B> {
     }
 
     /// Takes `buf` if it is the next segment of the template's run and may join it
-    /// (every check of `can_merge`, on the fields the template does not fix); otherwise
+    /// ([`can_merge`], on the fields the template does not fix); otherwise
     /// gives it back with nothing changed.
     #[inline(never)]
     fn handle_same_run(
@@ -587,17 +600,17 @@ impl<B: PacketBuf> Gro<B> {
             return Err(buf);
         };
         let (s, len, off, flags, df) = (t.slot, t.payload_len, t.payload_off, t.flags, t.df);
-        let run = self.table.run(s);
-        let ts = f.ts.unwrap_or_default();
-        let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
-            || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
-        let joins = f.seq == run.next_seq
-            && !ts_fell
-            && len <= run.gso_size
-            && ip_id_ok(run, f.ip_id, df)
-            && run.len + u32::from(len) <= self.cfg.max_bytes
-            && usize::from(run.segs) < MAX_CHAIN;
-        if !joins {
+        let c = Candidate {
+            seq: f.seq,
+            len,
+            ip_id: f.ip_id,
+            df,
+            ts: f.ts,
+        };
+        // Signature difference 0: the template matched every header byte it is built from.
+        // Either refusal gives the frame back; the general path then decides again, with
+        // the same check, and counts the flush reason.
+        if can_merge(self.table.run(s), self.cfg.max_bytes, 0, c).is_err() {
             return Err(buf);
         }
         let slice = PayloadSlice { buf, off, len };
@@ -661,7 +674,8 @@ impl<B: PacketBuf> Gro<B> {
             self.start_run_inline(now, a, buf, out);
             return None;
         };
-        match self.can_merge(s, a) {
+        let run = self.table.run(s);
+        match can_merge(run, self.cfg.max_bytes, a.sig.diff(run), a.candidate()) {
             Ok(()) => (self.merge(s, a, buf, out) && prev == s).then_some(s),
             Err(why) => {
                 let reason = match why {
@@ -733,33 +747,6 @@ impl<B: PacketBuf> Gro<B> {
         while let Some(s) = self.table.oldest() {
             self.flush_slot_inline(s, reason, out);
         }
-    }
-
-    /// Whether `meta` may join the run in slot `s` (all of Linux's per-pair checks).
-    /// Inlined so that `sig` stays in registers.
-    #[inline(always)]
-    fn can_merge(&self, s: u32, a: &Arrival<'_>) -> Result<(), NoMerge> {
-        let run = self.table.run(s);
-        let ts = a.ts.unwrap_or_default();
-        // TSval and TSecr may stay or rise, in modular order (RFC 7323 §5.3), never fall.
-        let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
-            || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
-        // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
-        let too_long = a.payload_len > run.gso_size;
-        let gap = a.seq != run.next_seq;
-        let mismatch =
-            a.sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, a.ip_id, a.df);
-        if mismatch {
-            return Err(NoMerge::Mismatch);
-        }
-        // `skb_gro_receive` refuses (-E2BIG) what would pass the size limit. Normally
-        // unreachable: a run ends as soon as one more full segment would not fit.
-        if run.len + u32::from(a.payload_len) > self.cfg.max_bytes
-            || usize::from(run.segs) >= MAX_CHAIN
-        {
-            return Err(NoMerge::Full);
-        }
-        Ok(())
     }
 
     /// Appends `a`'s payload to the run in slot `s`; emits the run if this ends it.
@@ -1130,6 +1117,47 @@ fn mac_bytes(w: u64) -> [u8; 6] {
     let mut m = [0u8; 6];
     m.copy_from_slice(&w.to_le_bytes()[..6]);
     m
+}
+
+/// What the merge check reads of an arriving segment besides its header signature: the
+/// fields that change from segment to segment within a run, and DF for the IP ID rule.
+/// Both paths have them: [`Arrival`] (the general path) and the template's [`SameRun`]
+/// (the fast path, `handle_same_run`).
+#[derive(Clone, Copy)]
+struct Candidate {
+    seq: u32,
+    len: u16,
+    ip_id: u16,
+    df: bool,
+    ts: Option<Timestamp>,
+}
+
+/// Whether a segment may join `run`: all of Linux's per-pair checks, written here only.
+/// `sig_diff` is [`HeaderSig::diff`] of the segment's signature against the run (non-zero:
+/// a header field that must match differs). The general path passes the difference it
+/// computes; the fast path passes 0, because its template compared every header byte the
+/// signature is built from (`template.rs`), and with `sig_diff` a constant 0 the inlined
+/// check is the rest of the rule, no more work per segment than before. Inlined so that
+/// the candidate's fields stay in registers.
+#[inline(always)]
+fn can_merge(run: &Run, max_bytes: u32, sig_diff: u64, c: Candidate) -> Result<(), NoMerge> {
+    let ts = c.ts.unwrap_or_default();
+    // TSval and TSecr may stay or rise, in modular order (RFC 7323 §5.3), never fall.
+    let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
+        || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
+    // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
+    let too_long = c.len > run.gso_size;
+    let gap = c.seq != run.next_seq;
+    let mismatch = sig_diff != 0 || ts_fell || too_long || gap || !ip_id_ok(run, c.ip_id, c.df);
+    if mismatch {
+        return Err(NoMerge::Mismatch);
+    }
+    // `skb_gro_receive` refuses (-E2BIG) what would pass the size limit. Normally
+    // unreachable: a run ends as soon as one more full segment would not fit.
+    if run.len + u32::from(c.len) > max_bytes || usize::from(run.segs) >= MAX_CHAIN {
+        return Err(NoMerge::Full);
+    }
+    Ok(())
 }
 
 /// IPv4 ID rule of `inet_gro_flush`: on the second segment a zero ID delta with DF set

@@ -5,7 +5,8 @@
 //! Sound because every byte the parser's fast path ([`FastTcpV4::parse`]) and the merge
 //! signature read is compared, except the fields that change from segment to segment
 //! within a run (IPv4 ID and checksum, sequence number, TCP checksum, TSval and TSecr),
-//! and those are checked one by one against the run, as `can_merge` checks them. A frame
+//! and those are checked against the run by `can_merge`, the same check the general path
+//! makes (with the signature difference known to be zero). A frame
 //! that differs anywhere else (another flow, other flags, another length, a different
 //! option layout) goes the ordinary way, which decides and counts as before. The header
 //! bytes equal to those of a frame that passed every check pass the same checks;
