@@ -111,8 +111,8 @@ use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
 use crate::wire::{
-    FastTcpV4, LocalAddrs, SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES,
-    MAX_SACK_BLOCKS,
+    fast, FastTcpV4, LocalAddrs, SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp,
+    MAX_OPTION_BYTES, MAX_SACK_BLOCKS,
 };
 use table::{FlowTable, Run, MAX_RUNS, NIL};
 use template::RunTemplate;
@@ -183,8 +183,9 @@ const ENDS_RUN: TcpFlags = TcpFlags(TcpFlags::PSH.0 | TcpFlags::FIN.0);
 const MAY_DIFFER: u8 = TcpFlags::CWR.0 | TcpFlags::FIN.0 | TcpFlags::PSH.0;
 
 /// What a segment must share with a run to join it, packed into words so the merge check
-/// is a handful of XORs: both MAC addresses in `mac`; ACK, window, data offset and flags in `hdr`; TTL, TOS, DF, TSval
-/// position and IPv6 flow label in `net`; option bytes (TSval masked) in `opts`.
+/// is a handful of XORs: both MAC addresses in `mac`; ACK, window, data offset and flags
+/// in `hdr`; TTL, TOS, DF, TSval position and IPv6 flow label in `net`; option bytes
+/// (TSval masked) in `opts`.
 #[derive(Clone, Copy)]
 struct HeaderSig {
     /// Source MAC and the first two bytes of the destination MAC, then the rest of it:
@@ -278,9 +279,9 @@ impl HeaderSig {
             | u64::from(tsval_at) << 24
             | u64::from(n.flow_label) << 32;
         // Only the `header_len - 20` option bytes present count; TSval and TSecr are
-        // masked because they may rise within a run (compared separately). Masks come from two small tables:
-        // computing them per segment, or zeroing bytes and reading words back, costs more
-        // than the rest of the merge check.
+        // masked because they may rise within a run (compared separately). Masks come from
+        // two small tables: computing them per segment, or zeroing bytes and reading words
+        // back, costs more than the rest of the merge check.
         let present = &PRESENT_MASK[usize::from(meta.header_len.saturating_sub(20)).min(40)];
         let ts = &TSVAL_MASK[usize::from(tsval_at).min(TSVAL_NONE)];
         let mut opts = [0u64; 5];
@@ -317,7 +318,7 @@ impl HeaderSig {
             | u64::from(tsval_at) << 24;
         // NOP NOP TS with TSval and TSecr masked: the option kinds and length are left.
         let w0 = if f.ts.is_some() {
-            u64::from(u32::from_le_bytes([1, 1, 8, 10]))
+            u64::from(u32::from_le_bytes(fast::NOP_NOP_TS))
         } else {
             0
         };

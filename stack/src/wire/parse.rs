@@ -14,13 +14,13 @@
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::ethernet::{self, ethertype};
+use super::fast::FastTcpV4;
 use super::ipv4::{self, protocol};
 use super::{arp, checksum, icmp, ipv6, tcp};
-use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES};
+use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, MAX_OPTION_BYTES};
 use crate::buf::{ChecksumStatus, RxChecksum};
 use crate::flow::{FlowKey, NO_VLAN};
 use crate::reason::reason_enum;
-use crate::seq::SeqNumber;
 
 reason_enum! {
     /// Why a received frame was dropped: one variant per distinct cause, each counted
@@ -268,15 +268,13 @@ pub fn parse_into(frame: &[u8], csum: RxChecksum, local: &LocalAddrs, out: &mut 
     }
 }
 
-/// Offset of the TCP header in an untagged IPv4 frame without IP options.
-const FAST_L4: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
-
-/// The common case at fixed offsets: an untagged Ethernet frame to weir's MAC carrying
-/// IPv4 without options, not a fragment, to weir's address, and TCP whose options are
-/// none or exactly NOP NOP TS (RFC 7323 Appendix A: nearly every segment of a bulk
-/// transfer), both checksums verified by the NIC. Writes `out` and returns `true` for
-/// such a frame; for anything else returns `false` having written nothing, and
-/// [`parse_frame`] checks the frame in wire order and counts what is wrong with it.
+/// The common case at fixed offsets ([`super::fast`]'s layout): an untagged Ethernet
+/// frame to weir's MAC carrying IPv4 without options, not a fragment, to weir's address,
+/// and TCP whose options are none or exactly NOP NOP TS (RFC 7323 Appendix A: nearly every
+/// segment of a bulk transfer), both checksums verified by the NIC. Writes `out` and
+/// returns `true` for such a frame; for anything else returns `false` having written
+/// nothing, and [`parse_frame`] checks the frame in wire order and counts what is wrong
+/// with it.
 ///
 /// It accepts only what `parse_frame` accepts, with the same result (the test
 /// `fast_path_agrees_with_the_full_parser` compares them on valid and broken frames).
@@ -293,213 +291,6 @@ pub(super) fn parse_tcp_v4_fast(
             true
         }
         None => false,
-    }
-}
-
-/// A TCP segment in the common layout [`parse_into`] takes its fast path for (see
-/// [`FastTcpV4::parse`]), as the header's words: no bigger than a few registers, so a
-/// consumer that needs only these (GRO) never writes a [`TcpMeta`] and reads it back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FastTcpV4 {
-    /// Destination MAC then source MAC, as in the frame, little-endian in the low 96 bits
-    /// of the two words (bytes 0..8, then 8..12).
-    pub macs: [u64; 2],
-    /// Source (remote) IPv4 address, in network byte order as a little-endian load gives
-    /// it (the four address bytes, first byte lowest).
-    pub src: u32,
-    /// Destination (weir's) IPv4 address, the same way.
-    pub dst: u32,
-    /// Source port.
-    pub sport: u16,
-    /// Destination port.
-    pub dport: u16,
-    /// Sequence number.
-    pub seq: u32,
-    /// Acknowledgment number.
-    pub ack: u32,
-    /// Flags.
-    pub flags: TcpFlags,
-    /// Raw window field.
-    pub window: u16,
-    /// TCP header length: 20 (no options) or 32 (NOP NOP TS).
-    pub header_len: u8,
-    /// The timestamp option, present when `header_len` is 32.
-    pub ts: Option<Timestamp>,
-    /// TCP payload length.
-    pub payload_len: u16,
-    /// TTL.
-    pub ttl: u8,
-    /// TOS.
-    pub tos: u8,
-    /// Don't-fragment bit.
-    pub df: bool,
-    /// IPv4 identification.
-    pub ip_id: u16,
-}
-
-impl FastTcpV4 {
-    /// Offset of the TCP payload within the frame.
-    #[inline(always)]
-    pub fn payload_off(&self) -> u16 {
-        // At most 14 + 20 + 32.
-        (FAST_L4 + usize::from(self.header_len)) as u16
-    }
-
-    /// `frame` read at fixed offsets, if it has the common layout (see
-    /// `parse_tcp_v4_fast`); `None` for anything else, which [`parse_into`] then checks
-    /// in wire order. Every check of the full path that applies to this layout is made
-    /// here too; each field is read once, at its fixed offset.
-    #[inline(always)]
-    pub fn parse(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Option<FastTcpV4> {
-        let (Some(ours), ChecksumStatus::Good, ChecksumStatus::Good) =
-            (local.ipv4, csum.ip, csum.l4)
-        else {
-            return None;
-        };
-        let h = frame.first_chunk::<{ FAST_L4 + tcp::HEADER_LEN }>()?;
-        let be16 = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
-        let be32 = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let le32 = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let dst_mac: [u8; 6] = [h[0], h[1], h[2], h[3], h[4], h[5]];
-        let src_mac: [u8; 6] = [h[6], h[7], h[8], h[9], h[10], h[11]];
-        let total_len = usize::from(be16(16));
-        let src = [h[26], h[27], h[28], h[29]];
-        let flags = TcpFlags(h[47]);
-        let hl = usize::from(h[46] >> 4) * 4;
-        let ok = dst_mac == local.mac
-            && !ethernet::is_group(&src_mac)
-            && be16(12) == ethertype::IPV4
-            && h[14] == 0x45 // version 4, IHL 5: no IP options
-            && total_len <= frame.len() - ethernet::HEADER_LEN
-            && be16(20) & (ipv4::FLAG_MF | 0x1fff) == 0 // not a fragment
-            && h[23] == protocol::TCP
-            && !ipv4::is_multicast_or_broadcast(src)
-            && [h[30], h[31], h[32], h[33]] == ours.octets()
-            && hl >= tcp::HEADER_LEN
-            && hl + ipv4::HEADER_LEN <= total_len
-            && flags.intersects(TcpFlags(0x3f))
-            && !(flags.contains(TcpFlags::SYN) && flags.intersects(TcpFlags::FIN | TcpFlags::RST));
-        if !ok {
-            return None;
-        }
-        let ts = match hl {
-            tcp::HEADER_LEN => None,
-            32 => {
-                let o = frame
-                    .get(FAST_L4 + tcp::HEADER_LEN..)?
-                    .first_chunk::<12>()?;
-                // NOP NOP TS length 10, compared as one word (byte by byte it compiled to
-                // four compares and branches).
-                const NOP_NOP_TS: [u8; 4] =
-                    [tcp::kind::NOP, tcp::kind::NOP, tcp::kind::TIMESTAMP, 10];
-                let word = |i: usize| u32::from_be_bytes([o[i], o[i + 1], o[i + 2], o[i + 3]]);
-                if word(0) != u32::from_be_bytes(NOP_NOP_TS) {
-                    return None;
-                }
-                Some(Timestamp {
-                    tsval: word(4),
-                    tsecr: word(8),
-                })
-            }
-            _ => return None,
-        };
-        let mut lo = [0u8; 8];
-        lo.copy_from_slice(&h[..8]);
-        Some(FastTcpV4 {
-            macs: [u64::from_le_bytes(lo), u64::from(le32(8))],
-            src: le32(26),
-            dst: le32(30),
-            sport: be16(FAST_L4),
-            dport: be16(FAST_L4 + 2),
-            seq: be32(FAST_L4 + 4),
-            ack: be32(FAST_L4 + 8),
-            flags,
-            window: be16(FAST_L4 + 14),
-            header_len: hl as u8,
-            ts,
-            // Fits in u16: the IP total length less headers.
-            payload_len: (total_len - ipv4::HEADER_LEN - hl) as u16,
-            ttl: h[22],
-            tos: h[15],
-            df: be16(20) & ipv4::FLAG_DF != 0,
-            ip_id: be16(18),
-        })
-    }
-
-    /// The flow key (IPv4-mapped addresses, no VLAN).
-    #[inline(always)]
-    pub fn flow(&self) -> FlowKey {
-        let mapped = |a: u32| {
-            let mut b = [0u8; 16];
-            b[10] = 0xff;
-            b[11] = 0xff;
-            b[12..].copy_from_slice(&a.to_le_bytes());
-            b
-        };
-        FlowKey {
-            src: mapped(self.src),
-            dst: mapped(self.dst),
-            sport: self.sport,
-            dport: self.dport,
-            vlan: NO_VLAN,
-            v6: false,
-        }
-    }
-
-    /// The options as the full parser reports them: the timestamp, nothing else.
-    #[inline(always)]
-    pub fn opts(&self) -> TcpOptions {
-        TcpOptions {
-            timestamp: self.ts,
-            ..TcpOptions::default()
-        }
-    }
-
-    /// Offset of TSval within the option bytes, when there are timestamps.
-    #[inline(always)]
-    pub fn tsval_at(&self) -> Option<u8> {
-        self.ts.map(|_| 4)
-    }
-
-    /// The [`TcpMeta`] the full parser builds for this frame, written in whole words.
-    #[inline(always)]
-    pub fn to_meta(&self) -> TcpMeta {
-        let mut raw_opts = [0u8; MAX_OPTION_BYTES];
-        if let Some(t) = self.ts {
-            raw_opts[..4].copy_from_slice(&[
-                tcp::kind::NOP,
-                tcp::kind::NOP,
-                tcp::kind::TIMESTAMP,
-                10,
-            ]);
-            raw_opts[4..8].copy_from_slice(&t.tsval.to_be_bytes());
-            raw_opts[8..12].copy_from_slice(&t.tsecr.to_be_bytes());
-        }
-        let m = |w: u64| w.to_le_bytes();
-        let (lo, hi) = (m(self.macs[0]), m(self.macs[1]));
-        TcpMeta {
-            flow: self.flow(),
-            src_mac: [lo[6], lo[7], hi[0], hi[1], hi[2], hi[3]],
-            dst_mac: [lo[0], lo[1], lo[2], lo[3], lo[4], lo[5]],
-            seq: SeqNumber(self.seq),
-            ack: SeqNumber(self.ack),
-            flags: self.flags,
-            window: self.window,
-            header_len: self.header_len,
-            opts: self.opts(),
-            raw_opts,
-            tsval_at: self.tsval_at(),
-            payload_off: self.payload_off(),
-            payload_len: self.payload_len,
-            net: NetMeta {
-                ttl: self.ttl,
-                tos: self.tos,
-                df: self.df,
-                ip_id: self.ip_id,
-                flow_label: 0,
-                ip_options: false,
-            },
-        }
     }
 }
 
