@@ -4,8 +4,9 @@
 //! Read first: Linux `net/ipv4/tcp_offload.c` (`tcp_gro_receive`), `include/net/gro.h`
 //! (`inet_gro_flush`, `ipv6_gro_flush`), `net/core/gro.c` (`dev_gro_receive`,
 //! `gro_flush_oldest`) and `net/core/dev.c` (`napi_complete_done`), summarised in
-//! `../shared/reference/linux-receive-path.md` §1-2; DPDK's `rte_gro` and the defects weir
-//! avoids (a linear flow scan, flagged segments overtaking held data) in `prior-art.md` §1.
+//! `docs/reference/linux-receive-path.md` §1-2; DPDK's `rte_gro` and the defects weir
+//! avoids (a linear flow scan, flagged segments overtaking held data) in
+//! `docs/reference/prior-art.md` §1. The GRO rules as a whole: `docs/architecture.md`.
 //!
 //! # What GRO does
 //!
@@ -30,7 +31,7 @@
 //! - identical ACK number, window field, data offset, and flags other than CWR/FIN/PSH
 //!   (`tcp_flag_word` compared under `~(CWR|FIN|PSH)`);
 //! - identical option bytes, **except TSval and TSecr**, which may stay equal or rise
-//!   within a run but never fall (weir's relaxation, docs/PLAN.md "GRO timestamp rule":
+//!   within a run but never fall (weir's relaxation, `docs/decisions/gro-timestamp-rule.md`:
 //!   Linux compares every option byte, so a sender with a microsecond TS clock never
 //!   coalesces, and a sender's TSecr changes as soon as our ACK reaches it, splitting every
 //!   run held longer than a round trip; a receive-only stack uses TSecr for nothing). The
@@ -71,7 +72,8 @@
 //!    held run (NAPI without `gro_flush_timeout`, `napi_complete_done`), otherwise the runs
 //!    whose deadline passed. A run already due when the burst arrived has first taken the
 //!    burst's segments of its flow, as a Linux poll merges into held packets before it
-//!    flushes them; TCP sees it in the same iteration either way;
+//!    flushes them; TCP sees it in the same iteration either way
+//!    (`docs/decisions/due-runs-take-burst.md`);
 //! 3. on iterations with no burst, [`Gro::flush_expired`] (or [`Gro::end_of_burst`]);
 //!    [`Gro::next_deadline`] says when the next run expires;
 //! 4. [`Gro::flush_all`] on shutdown.

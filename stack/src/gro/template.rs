@@ -10,7 +10,8 @@
 //! that differs anywhere else (another flow, other flags, another length, a different
 //! option layout) goes the ordinary way, which decides and counts as before. The header
 //! bytes equal to those of a frame that passed every check pass the same checks;
-//! `stack/tests/gro_fast_path.rs` compares whole outputs against the parsed path.
+//! `stack/tests/gro_fast_path.rs` compares whole outputs against the parsed path. Why a
+//! template, and what it saved: `docs/decisions/gro-same-run.md`.
 //!
 //! The template names a table slot; [`super::Gro`] forgets it whenever that slot's run is
 //! flushed (every way a run leaves the table goes through `flush_slot`), so it never
