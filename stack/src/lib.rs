@@ -21,6 +21,7 @@ pub mod gro;
 pub mod impair;
 pub mod mem;
 pub mod pipeline;
+mod reason;
 pub mod segment;
 pub mod seq;
 pub mod stats;

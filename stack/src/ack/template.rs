@@ -12,12 +12,12 @@ use crate::buf::{BufPool, PacketBuf, TxChecksumOffload};
 use crate::flow::{FlowKey, NO_VLAN};
 use crate::seq::SeqNumber;
 use crate::wire::checksum;
+use crate::wire::fast::NOP_NOP_TS;
 use crate::wire::{SackBlock, TcpFlags, Timestamp};
 
 /// Longest header a template holds: Ethernet + 802.1Q (18), IPv6 (40), TCP with 40 option
 /// bytes (60).
 pub const MAX_HEADER: usize = 18 + 40 + 60;
-const TS_PREFIX: [u8; 4] = [1, 1, 8, 10];
 
 /// A prebuilt reply header for one flow.
 #[derive(Clone, Debug)]
@@ -88,7 +88,7 @@ impl AckTemplate {
         h[t + 2..t + 4].copy_from_slice(&flow.sport.to_be_bytes());
         let mut len = t + 20;
         if ts {
-            h[len..len + 4].copy_from_slice(&TS_PREFIX);
+            h[len..len + 4].copy_from_slice(&NOP_NOP_TS);
             len += 12;
         }
         AckTemplate {

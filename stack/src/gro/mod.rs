@@ -4,8 +4,9 @@
 //! Read first: Linux `net/ipv4/tcp_offload.c` (`tcp_gro_receive`), `include/net/gro.h`
 //! (`inet_gro_flush`, `ipv6_gro_flush`), `net/core/gro.c` (`dev_gro_receive`,
 //! `gro_flush_oldest`) and `net/core/dev.c` (`napi_complete_done`), summarised in
-//! `../shared/reference/linux-receive-path.md` §1-2; DPDK's `rte_gro` and the defects weir
-//! avoids (a linear flow scan, flagged segments overtaking held data) in `prior-art.md` §1.
+//! `docs/reference/linux-receive-path.md` §1-2; DPDK's `rte_gro` and the defects weir
+//! avoids (a linear flow scan, flagged segments overtaking held data) in
+//! `docs/reference/prior-art.md` §1. The GRO rules as a whole: `docs/architecture.md`.
 //!
 //! # What GRO does
 //!
@@ -19,7 +20,8 @@
 //! cannot join it, when its time is up, when the table needs its room, or on shutdown.
 //! Every output unit is counted by [`FlushReason`] in [`GroStats`].
 //!
-//! The merge rules are Linux's, per pair (the held run `p`, the new segment `s`):
+//! The merge rules are Linux's, per pair (the held run `p`, the new segment `s`), checked
+//! in one place (`can_merge`) for both the general path and the fast path:
 //!
 //! - same flow: addresses, ports, VLAN ([`FlowKey`]), the same MAC addresses
 //!   (`gro_list_prepare`) and, for IPv6, the flow label (`ipv6_gro_receive` compares the
@@ -29,7 +31,7 @@
 //! - identical ACK number, window field, data offset, and flags other than CWR/FIN/PSH
 //!   (`tcp_flag_word` compared under `~(CWR|FIN|PSH)`);
 //! - identical option bytes, **except TSval and TSecr**, which may stay equal or rise
-//!   within a run but never fall (weir's relaxation, docs/PLAN.md "GRO timestamp rule":
+//!   within a run but never fall (weir's relaxation, `docs/decisions/gro-timestamp-rule.md`:
 //!   Linux compares every option byte, so a sender with a microsecond TS clock never
 //!   coalesces, and a sender's TSecr changes as soon as our ACK reaches it, splitting every
 //!   run held longer than a round trip; a receive-only stack uses TSecr for nothing). The
@@ -70,7 +72,8 @@
 //!    held run (NAPI without `gro_flush_timeout`, `napi_complete_done`), otherwise the runs
 //!    whose deadline passed. A run already due when the burst arrived has first taken the
 //!    burst's segments of its flow, as a Linux poll merges into held packets before it
-//!    flushes them; TCP sees it in the same iteration either way;
+//!    flushes them; TCP sees it in the same iteration either way
+//!    (`docs/decisions/due-runs-take-burst.md`);
 //! 3. on iterations with no burst, [`Gro::flush_expired`] (or [`Gro::end_of_burst`]);
 //!    [`Gro::next_deadline`] says when the next run expires;
 //! 4. [`Gro::flush_all`] on shutdown.
@@ -110,8 +113,8 @@ use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
 use crate::wire::{
-    FastTcpV4, LocalAddrs, SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES,
-    MAX_SACK_BLOCKS,
+    fast, FastTcpV4, LocalAddrs, SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp,
+    MAX_OPTION_BYTES, MAX_SACK_BLOCKS,
 };
 use table::{FlowTable, Run, MAX_RUNS, NIL};
 use template::RunTemplate;
@@ -182,8 +185,9 @@ const ENDS_RUN: TcpFlags = TcpFlags(TcpFlags::PSH.0 | TcpFlags::FIN.0);
 const MAY_DIFFER: u8 = TcpFlags::CWR.0 | TcpFlags::FIN.0 | TcpFlags::PSH.0;
 
 /// What a segment must share with a run to join it, packed into words so the merge check
-/// is a handful of XORs: both MAC addresses in `mac`; ACK, window, data offset and flags in `hdr`; TTL, TOS, DF, TSval
-/// position and IPv6 flow label in `net`; option bytes (TSval masked) in `opts`.
+/// is a handful of XORs: both MAC addresses in `mac`; ACK, window, data offset and flags
+/// in `hdr`; TTL, TOS, DF, TSval position and IPv6 flow label in `net`; option bytes
+/// (TSval masked) in `opts`.
 #[derive(Clone, Copy)]
 struct HeaderSig {
     /// Source MAC and the first two bytes of the destination MAC, then the rest of it:
@@ -277,9 +281,9 @@ impl HeaderSig {
             | u64::from(tsval_at) << 24
             | u64::from(n.flow_label) << 32;
         // Only the `header_len - 20` option bytes present count; TSval and TSecr are
-        // masked because they may rise within a run (compared separately). Masks come from two small tables:
-        // computing them per segment, or zeroing bytes and reading words back, costs more
-        // than the rest of the merge check.
+        // masked because they may rise within a run (compared separately). Masks come from
+        // two small tables: computing them per segment, or zeroing bytes and reading words
+        // back, costs more than the rest of the merge check.
         let present = &PRESENT_MASK[usize::from(meta.header_len.saturating_sub(20)).min(40)];
         let ts = &TSVAL_MASK[usize::from(tsval_at).min(TSVAL_NONE)];
         let mut opts = [0u64; 5];
@@ -316,7 +320,7 @@ impl HeaderSig {
             | u64::from(tsval_at) << 24;
         // NOP NOP TS with TSval and TSecr masked: the option kinds and length are left.
         let w0 = if f.ts.is_some() {
-            u64::from(u32::from_le_bytes([1, 1, 8, 10]))
+            u64::from(u32::from_le_bytes(fast::NOP_NOP_TS))
         } else {
             0
         };
@@ -409,6 +413,18 @@ impl<'a> Arrival<'a> {
             df: f.df,
             ip_options: false,
             opts: None,
+        }
+    }
+
+    /// The fields [`can_merge`] reads besides the signature.
+    #[inline(always)]
+    fn candidate(&self) -> Candidate {
+        Candidate {
+            seq: self.seq,
+            len: self.payload_len,
+            ip_id: self.ip_id,
+            df: self.df,
+            ts: self.ts,
         }
     }
 
@@ -569,7 +585,7 @@ impl<B: PacketBuf> Gro<B> {
     }
 
     /// Takes `buf` if it is the next segment of the template's run and may join it
-    /// (every check of `can_merge`, on the fields the template does not fix); otherwise
+    /// ([`can_merge`], on the fields the template does not fix); otherwise
     /// gives it back with nothing changed.
     #[inline(never)]
     fn handle_same_run(
@@ -587,17 +603,17 @@ impl<B: PacketBuf> Gro<B> {
             return Err(buf);
         };
         let (s, len, off, flags, df) = (t.slot, t.payload_len, t.payload_off, t.flags, t.df);
-        let run = self.table.run(s);
-        let ts = f.ts.unwrap_or_default();
-        let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
-            || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
-        let joins = f.seq == run.next_seq
-            && !ts_fell
-            && len <= run.gso_size
-            && ip_id_ok(run, f.ip_id, df)
-            && run.len + u32::from(len) <= self.cfg.max_bytes
-            && usize::from(run.segs) < MAX_CHAIN;
-        if !joins {
+        let c = Candidate {
+            seq: f.seq,
+            len,
+            ip_id: f.ip_id,
+            df,
+            ts: f.ts,
+        };
+        // Signature difference 0: the template matched every header byte it is built from.
+        // Either refusal gives the frame back; the general path then decides again, with
+        // the same check, and counts the flush reason.
+        if can_merge(self.table.run(s), self.cfg.max_bytes, 0, c).is_err() {
             return Err(buf);
         }
         let slice = PayloadSlice { buf, off, len };
@@ -661,7 +677,8 @@ impl<B: PacketBuf> Gro<B> {
             self.start_run_inline(now, a, buf, out);
             return None;
         };
-        match self.can_merge(s, a) {
+        let run = self.table.run(s);
+        match can_merge(run, self.cfg.max_bytes, a.sig.diff(run), a.candidate()) {
             Ok(()) => (self.merge(s, a, buf, out) && prev == s).then_some(s),
             Err(why) => {
                 let reason = match why {
@@ -733,33 +750,6 @@ impl<B: PacketBuf> Gro<B> {
         while let Some(s) = self.table.oldest() {
             self.flush_slot_inline(s, reason, out);
         }
-    }
-
-    /// Whether `meta` may join the run in slot `s` (all of Linux's per-pair checks).
-    /// Inlined so that `sig` stays in registers.
-    #[inline(always)]
-    fn can_merge(&self, s: u32, a: &Arrival<'_>) -> Result<(), NoMerge> {
-        let run = self.table.run(s);
-        let ts = a.ts.unwrap_or_default();
-        // TSval and TSecr may stay or rise, in modular order (RFC 7323 §5.3), never fall.
-        let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
-            || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
-        // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
-        let too_long = a.payload_len > run.gso_size;
-        let gap = a.seq != run.next_seq;
-        let mismatch =
-            a.sig.diff(run) != 0 || ts_fell || too_long || gap || !ip_id_ok(run, a.ip_id, a.df);
-        if mismatch {
-            return Err(NoMerge::Mismatch);
-        }
-        // `skb_gro_receive` refuses (-E2BIG) what would pass the size limit. Normally
-        // unreachable: a run ends as soon as one more full segment would not fit.
-        if run.len + u32::from(a.payload_len) > self.cfg.max_bytes
-            || usize::from(run.segs) >= MAX_CHAIN
-        {
-            return Err(NoMerge::Full);
-        }
-        Ok(())
     }
 
     /// Appends `a`'s payload to the run in slot `s`; emits the run if this ends it.
@@ -1130,6 +1120,47 @@ fn mac_bytes(w: u64) -> [u8; 6] {
     let mut m = [0u8; 6];
     m.copy_from_slice(&w.to_le_bytes()[..6]);
     m
+}
+
+/// What the merge check reads of an arriving segment besides its header signature: the
+/// fields that change from segment to segment within a run, and DF for the IP ID rule.
+/// Both paths have them: [`Arrival`] (the general path) and the template's [`SameRun`]
+/// (the fast path, `handle_same_run`).
+#[derive(Clone, Copy)]
+struct Candidate {
+    seq: u32,
+    len: u16,
+    ip_id: u16,
+    df: bool,
+    ts: Option<Timestamp>,
+}
+
+/// Whether a segment may join `run`: all of Linux's per-pair checks, written here only.
+/// `sig_diff` is [`HeaderSig::diff`] of the segment's signature against the run (non-zero:
+/// a header field that must match differs). The general path passes the difference it
+/// computes; the fast path passes 0, because its template compared every header byte the
+/// signature is built from (`template.rs`), and with `sig_diff` a constant 0 the inlined
+/// check is the rest of the rule, no more work per segment than before. Inlined so that
+/// the candidate's fields stay in registers.
+#[inline(always)]
+fn can_merge(run: &Run, max_bytes: u32, sig_diff: u64, c: Candidate) -> Result<(), NoMerge> {
+    let ts = c.ts.unwrap_or_default();
+    // TSval and TSecr may stay or rise, in modular order (RFC 7323 §5.3), never fall.
+    let ts_fell = (ts.tsval.wrapping_sub(run.tsval) as i32) < 0
+        || (ts.tsecr.wrapping_sub(run.tsecr) as i32) < 0;
+    // `tcp_gro_receive`: `(len - 1) >= mss` flushes (also catches zero length).
+    let too_long = c.len > run.gso_size;
+    let gap = c.seq != run.next_seq;
+    let mismatch = sig_diff != 0 || ts_fell || too_long || gap || !ip_id_ok(run, c.ip_id, c.df);
+    if mismatch {
+        return Err(NoMerge::Mismatch);
+    }
+    // `skb_gro_receive` refuses (-E2BIG) what would pass the size limit. Normally
+    // unreachable: a run ends as soon as one more full segment would not fit.
+    if run.len + u32::from(c.len) > max_bytes || usize::from(run.segs) >= MAX_CHAIN {
+        return Err(NoMerge::Full);
+    }
+    Ok(())
 }
 
 /// IPv4 ID rule of `inet_gro_flush`: on the second segment a zero ID delta with DF set

@@ -1,67 +1,36 @@
 //! GRO's counters: segments in, units out, and every output unit counted by why it left.
 
-/// Why GRO emitted an output unit. Every unit is counted under exactly one reason, so the
-/// counts sum to [`GroStats::units_out`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FlushReason {
-    /// The run was held for `flush_ns` (counted from its first segment).
-    Timer,
-    /// The run reached the byte limit (`max_bytes`, 64 KiB by default) or the segment cap
-    /// (`max_segs`), or the next segment would have passed the byte limit.
-    Size,
-    /// The run's last segment ended it: PSH, FIN, or shorter than the run's `gso_size`
-    /// (Linux `tcp_gro_receive`, `out_check_final`). Includes such a segment arriving with
-    /// no run held (a run of one).
-    Flags,
-    /// The flow's next segment could not join the run: out of order, a retransmission or
-    /// overlap, a header field that differs (MACs, ACK, window, options, TSval falling,
-    /// TTL, TOS, DF, IP ID, flow label), a payload larger than `gso_size`, or a segment that is never
-    /// merged. The run is flushed ahead of that segment, so order is kept.
-    Gap,
-    /// `end_of_burst` with `flush_ns = 0` (NAPI without `gro_flush_timeout`).
-    BurstEnd,
-    /// The table (or the run's hash bucket) was full and this was the oldest run in it.
-    Eviction,
-    /// A segment that is never merged (CWR, SYN, RST, URG, IP options, no payload), passed
-    /// on as a run of one without being held.
-    Passthrough,
-    /// `flush_all` (shutdown, or the driver draining the stage).
-    Shutdown,
-}
+use crate::reason::reason_enum;
 
-impl FlushReason {
-    /// Number of reasons (the length of [`GroStats::flushes`]).
-    pub const COUNT: usize = 8;
-
-    /// Every reason, in counter order.
-    pub const ALL: [FlushReason; FlushReason::COUNT] = [
-        FlushReason::Timer,
-        FlushReason::Size,
-        FlushReason::Flags,
-        FlushReason::Gap,
-        FlushReason::BurstEnd,
-        FlushReason::Eviction,
-        FlushReason::Passthrough,
-        FlushReason::Shutdown,
-    ];
-
-    /// The snake_case name used as a JSON key and in reports.
-    pub const fn name(self) -> &'static str {
-        match self {
-            FlushReason::Timer => "timer",
-            FlushReason::Size => "size",
-            FlushReason::Flags => "flags",
-            FlushReason::Gap => "gap",
-            FlushReason::BurstEnd => "burst_end",
-            FlushReason::Eviction => "eviction",
-            FlushReason::Passthrough => "passthrough",
-            FlushReason::Shutdown => "shutdown",
-        }
-    }
-
-    /// The index of this reason in [`GroStats::flushes`].
-    pub const fn index(self) -> usize {
-        self as usize
+reason_enum! {
+    /// Why GRO emitted an output unit. Every unit is counted under exactly one reason, so
+    /// the counts sum to [`GroStats::units_out`]. Names ([`FlushReason::name`]) are JSON
+    /// keys and appear in reports.
+    pub enum FlushReason {
+        /// The run was held for `flush_ns` (counted from its first segment).
+        Timer = "timer",
+        /// The run reached the byte limit (`max_bytes`, 64 KiB by default) or the segment
+        /// cap (`max_segs`), or the next segment would have passed the byte limit.
+        Size = "size",
+        /// The run's last segment ended it: PSH, FIN, or shorter than the run's `gso_size`
+        /// (Linux `tcp_gro_receive`, `out_check_final`). Includes such a segment arriving
+        /// with no run held (a run of one).
+        Flags = "flags",
+        /// The flow's next segment could not join the run: out of order, a retransmission
+        /// or overlap, a header field that differs (MACs, ACK, window, options, TSval
+        /// falling, TTL, TOS, DF, IP ID, flow label), a payload larger than `gso_size`, or
+        /// a segment that is never merged. The run is flushed ahead of that segment, so
+        /// order is kept.
+        Gap = "gap",
+        /// `end_of_burst` with `flush_ns = 0` (NAPI without `gro_flush_timeout`).
+        BurstEnd = "burst_end",
+        /// The table (or the run's hash bucket) was full and this was the oldest run in it.
+        Eviction = "eviction",
+        /// A segment that is never merged (CWR, SYN, RST, URG, IP options, no payload),
+        /// passed on as a run of one without being held.
+        Passthrough = "passthrough",
+        /// `flush_all` (shutdown, or the driver draining the stage).
+        Shutdown = "shutdown",
     }
 }
 

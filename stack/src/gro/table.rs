@@ -49,7 +49,7 @@ const EMPTY_BUCKET: Bucket = Bucket {
     slot: [NIL; WAYS],
 };
 
-/// The hot fields of one held run: everything `handle_segment`'s merge check reads, kept
+/// The hot fields of one held run: everything the merge check (`can_merge`) reads, kept
 /// together so the check touches as few cache lines as possible.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Run {

@@ -5,11 +5,13 @@
 //! Sound because every byte the parser's fast path ([`FastTcpV4::parse`]) and the merge
 //! signature read is compared, except the fields that change from segment to segment
 //! within a run (IPv4 ID and checksum, sequence number, TCP checksum, TSval and TSecr),
-//! and those are checked one by one against the run, as `can_merge` checks them. A frame
+//! and those are checked against the run by `can_merge`, the same check the general path
+//! makes (with the signature difference known to be zero). A frame
 //! that differs anywhere else (another flow, other flags, another length, a different
 //! option layout) goes the ordinary way, which decides and counts as before. The header
 //! bytes equal to those of a frame that passed every check pass the same checks;
-//! `stack/tests/gro_fast_path.rs` compares whole outputs against the parsed path.
+//! `stack/tests/gro_fast_path.rs` compares whole outputs against the parsed path. Why a
+//! template, and what it saved: `docs/decisions/gro-same-run.md`.
 //!
 //! The template names a table slot; [`super::Gro`] forgets it whenever that slot's run is
 //! flushed (every way a run leaves the table goes through `flush_slot`), so it never
@@ -17,32 +19,41 @@
 
 use core::net::Ipv4Addr;
 
+use core::ops::Range;
+
 use crate::buf::{ChecksumStatus, RxChecksum};
+use crate::wire::fast::{field, HEADER_LEN, HEADER_LEN_NO_OPTIONS};
 use crate::wire::{FastTcpV4, LocalAddrs, TcpFlags, Timestamp};
 
 use super::table::NIL;
 
 /// Header bytes compared: Ethernet (14) + IPv4 without options (20) + TCP up to the TSval
-/// (24 of NOP NOP TS's 32), rounded up to whole words.
-const WORDS: usize = 8;
+/// (24 of NOP NOP TS's 32), rounded up to whole words (8, 64 bytes).
+const WORDS: usize = field::TS_VAL.start.div_ceil(8);
 
-/// Bytes that change within a run: IPv4 ID (18..20) and checksum (24..26), TCP sequence
-/// number (38..42) and checksum (50..52); checked separately or not at all (the NIC
-/// verified both checksums, which is checked per frame from its flags).
-const VARYING: [(usize, usize); 4] = [(18, 20), (24, 26), (38, 42), (50, 52)];
+/// Bytes that change within a run: IPv4 ID and checksum, TCP sequence number and
+/// checksum; checked separately or not at all (the NIC verified both checksums, which is
+/// checked per frame from its flags).
+const VARYING: [Range<usize>; 4] = [
+    field::IP_IDENT,
+    field::IP_CHECKSUM,
+    field::TCP_SEQ,
+    field::TCP_CHECKSUM,
+];
 
 /// Header words of the last run merged into, and what the run's next frame must repeat.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct RunTemplate {
     /// The run's table slot, or [`NIL`]: no template.
     pub(super) slot: u32,
-    /// The template frame's first 64 bytes as little-endian words, masked.
+    /// The template frame's first `8 * WORDS` (64) bytes as little-endian words, masked.
     words: [u64; WORDS],
     /// Which bits of `words` a frame of the run must repeat.
     mask: [u64; WORDS],
-    /// Frame bytes needed: 14 + the IPv4 total length.
+    /// Frame bytes needed: the IPv4 header's offset + its total length.
     frame_len: usize,
-    /// TCP header length 32 (NOP NOP TS): TSval and TSecr at 58 and 62.
+    /// TCP header length 32 (NOP NOP TS): TSval and TSecr at [`field::TS_VAL`] and
+    /// [`field::TS_ECR`].
     has_ts: bool,
     /// The addresses the template frame was accepted for.
     local_mac: [u8; 6],
@@ -81,7 +92,7 @@ const fn mask_to(end: usize) -> [u64; WORDS] {
         let mut varying = false;
         let mut v = 0;
         while v < VARYING.len() {
-            varying |= b >= VARYING[v].0 && b < VARYING[v].1;
+            varying |= b >= VARYING[v].start && b < VARYING[v].end;
             v += 1;
         }
         if !varying {
@@ -93,9 +104,9 @@ const fn mask_to(end: usize) -> [u64; WORDS] {
 }
 
 /// The mask for a TCP header without options (ends at 54).
-const MASK_PLAIN: [u64; WORDS] = mask_to(54);
+const MASK_PLAIN: [u64; WORDS] = mask_to(HEADER_LEN_NO_OPTIONS);
 /// The mask for NOP NOP TS: up to the TSval (58), which may rise within a run.
-const MASK_TS: [u64; WORDS] = mask_to(58);
+const MASK_TS: [u64; WORDS] = mask_to(field::TS_VAL.start);
 
 impl RunTemplate {
     /// No template.
@@ -168,17 +179,18 @@ impl RunTemplate {
         let be32 = |b: &[u8], i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let ts = if self.has_ts {
             // In bounds: the frame holds the whole TCP header (`frame_len` >= 66).
-            let o = frame.get(58..66)?;
+            let o = frame.first_chunk::<HEADER_LEN>()?;
             Some(Timestamp {
-                tsval: be32(o, 0),
-                tsecr: be32(o, 4),
+                tsval: be32(o, field::TS_VAL.start),
+                tsecr: be32(o, field::TS_ECR.start),
             })
         } else {
             None
         };
+        let id = field::IP_IDENT.start;
         Some(SameRun {
-            seq: be32(h, 38),
-            ip_id: u16::from_be_bytes([h[18], h[19]]),
+            seq: be32(h, field::TCP_SEQ.start),
+            ip_id: u16::from_be_bytes([h[id], h[id + 1]]),
             ts,
         })
     }

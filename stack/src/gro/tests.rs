@@ -289,7 +289,7 @@ fn option_bytes_change_ends_run(v6: bool) {
 }
 
 fn tsecr_may_stay_equal_or_rise_within_run(v6: bool) {
-    // docs/PLAN.md "GRO timestamp rule": the sender's TSecr moves when our ACK reaches it;
+    // docs/decisions/gro-timestamp-rule.md: the sender's TSecr moves when our ACK reaches it;
     // a receive-only stack uses TSecr for nothing, so a rise does not end the run.
     let mut h = H::new(GroConfig::default());
     for (i, tsecr) in [(0, TSECR), (1, TSECR + 1), (2, TSECR + 1)] {
@@ -320,7 +320,7 @@ fn option_bytes_past_header_length_are_ignored(v6: bool) {
 }
 
 fn tsval_may_stay_equal_or_rise_within_run(v6: bool) {
-    // docs/PLAN.md "GRO timestamp rule": first TSval echoed (RFC 7323 §4.3), last kept.
+    // docs/decisions/gro-timestamp-rule.md: first TSval echoed (RFC 7323 §4.3), last kept.
     let mut h = H::new(GroConfig::default());
     for (i, ts) in [(0, TSVAL), (1, TSVAL), (2, TSVAL + 5)] {
         let mut m = seg(v6, i);

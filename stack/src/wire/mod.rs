@@ -7,8 +7,10 @@
 //! Files: [`ethernet`] (+ one 802.1Q tag), [`arp`], [`ipv4`], [`ipv6`] (bounded
 //! extension-header walk), [`tcp`] (header and options), [`icmp`] (echo, neighbor
 //! discovery), [`checksum`]; [`parse()`] is the one entry point per received frame
-//! ([`Parsed`], [`DropReason`], [`ParseStats`]); [`emit`] builds frames ([`TcpFrame`] and
-//! the ARP/ICMP/ND replies).
+//! ([`Parsed`], [`DropReason`], [`ParseStats`]); [`fast`] owns the fast-path frame layout
+//! (untagged IPv4, TCP with no options or NOP NOP TS: 66 header bytes at fixed offsets)
+//! and its reader [`FastTcpV4`]; [`emit`] builds frames ([`TcpFrame`] and the ARP/ICMP/ND
+//! replies).
 //!
 //! This file holds the types shared by every stage: the flags, the parsed options and the
 //! [`TcpMeta`] that [`parse()`] produces for each received TCP segment. GRO compares
@@ -19,6 +21,7 @@ mod bytes;
 pub mod checksum;
 pub mod emit;
 pub mod ethernet;
+pub mod fast;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
@@ -26,9 +29,10 @@ pub mod parse;
 pub mod tcp;
 
 pub use emit::{emit_arp_reply, emit_echo_reply, emit_neighbor_advert, TcpFrame, TxChecksum};
+pub use fast::FastTcpV4;
 pub use parse::{
-    parse, parse_into, ArpRequest, DropReason, FastTcpV4, IcmpEcho, LocalAddrs, NeighborSolicit,
-    ParseStats, Parsed,
+    parse, parse_into, ArpRequest, DropReason, IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats,
+    Parsed,
 };
 
 use crate::flow::FlowKey;

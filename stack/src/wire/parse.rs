@@ -14,152 +14,115 @@
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::ethernet::{self, ethertype};
+use super::fast::FastTcpV4;
 use super::ipv4::{self, protocol};
 use super::{arp, checksum, icmp, ipv6, tcp};
-use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES};
+use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, MAX_OPTION_BYTES};
 use crate::buf::{ChecksumStatus, RxChecksum};
 use crate::flow::{FlowKey, NO_VLAN};
-use crate::seq::SeqNumber;
+use crate::reason::reason_enum;
 
-macro_rules! drop_reasons {
-    ($( $(#[$m:meta])* $v:ident = $n:literal, )*) => {
-        /// Why a received frame was dropped: one variant per distinct cause, each counted
-        /// separately ([`ParseStats`]). Names ([`DropReason::name`]) are snake_case and
-        /// stable: they are JSON keys and Prometheus labels.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[repr(u8)]
-        pub enum DropReason {
-            $( $(#[$m])* $v, )*
-        }
-
-        impl DropReason {
-            const ALL: [DropReason; [$(DropReason::$v),*].len()] = [$(DropReason::$v),*];
-            /// Number of reasons.
-            pub const COUNT: usize = Self::ALL.len();
-            /// The stable snake_case name.
-            pub const fn name(&self) -> &'static str {
-                match self {
-                    $( DropReason::$v => $n, )*
-                }
-            }
-        }
-    };
-}
-
-drop_reasons! {
-    /// Shorter than an Ethernet header.
-    TruncatedEthernet = "truncated_ethernet",
-    /// An 802.1Q TPID with no room for the tag.
-    TruncatedVlan = "truncated_vlan",
-    /// An 802.1Q tag around something other than IPv4, IPv6 or ARP (including a second
-    /// tag: weir handles one).
-    VlanNonIp = "vlan_non_ip",
-    /// An EtherType weir does not handle.
-    UnsupportedEthertype = "unsupported_ethertype",
-    /// Source MAC with the group bit set (multicast or broadcast; IEEE 802 §8.2).
-    MulticastSourceMac = "multicast_source_mac",
-    /// A unicast frame for another MAC, or TCP not sent to weir's unicast MAC (Linux drops
-    /// TCP that is not `PACKET_HOST`).
-    NotOurMac = "not_our_mac",
-    /// Shorter than an Ethernet/IPv4 ARP packet.
-    TruncatedArp = "truncated_arp",
-    /// ARP for other than Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths).
-    ArpUnsupported = "arp_unsupported",
-    /// An ARP reply or other operation: weir only answers requests.
-    ArpNotRequest = "arp_not_request",
-    /// Addressed (IP, ARP target or ND target) to an address that is not weir's.
-    NotForUs = "not_for_us",
-    /// Shorter than an IPv4 header.
-    TruncatedIpv4 = "truncated_ipv4",
-    /// IPv4 EtherType with a version other than 4.
-    Ipv4BadVersion = "ipv4_bad_version",
-    /// IHL below 5 (RFC 791 §3.1).
-    Ipv4IhlTooSmall = "ipv4_ihl_too_small",
-    /// IHL past the end of the frame.
-    Ipv4IhlPastPacket = "ipv4_ihl_past_packet",
-    /// Total length smaller than the header.
-    Ipv4TotalLenTooSmall = "ipv4_total_len_too_small",
-    /// Total length larger than the frame.
-    Ipv4TotalLenPastFrame = "ipv4_total_len_past_frame",
-    /// Bad IPv4 header checksum (software check or the NIC's verdict).
-    Ipv4BadChecksum = "ipv4_bad_checksum",
-    /// An IPv4 fragment: weir does not reassemble (TCP senders use PMTU discovery).
-    Ipv4Fragment = "ipv4_fragment",
-    /// Shorter than an IPv6 header.
-    TruncatedIpv6 = "truncated_ipv6",
-    /// IPv6 EtherType with a version other than 6.
-    Ipv6BadVersion = "ipv6_bad_version",
-    /// Payload length larger than the frame (RFC 8200 §3).
-    Ipv6PayloadLenMismatch = "ipv6_payload_len_mismatch",
-    /// Fewer than 8 bytes left for an extension header.
-    TruncatedIpv6ExtHeader = "truncated_ipv6_ext_header",
-    /// An extension header whose length runs past the packet.
-    Ipv6ExtChainPastPacket = "ipv6_ext_chain_past_packet",
-    /// More than [`ipv6::MAX_EXT_HEADERS`] extension headers.
-    Ipv6ExtChainTooLong = "ipv6_ext_chain_too_long",
-    /// A hop-by-hop header not first in the chain (RFC 8200 §4.1).
-    Ipv6HopByHopNotFirst = "ipv6_hop_by_hop_not_first",
-    /// An IPv6 fragment (non-atomic; RFC 8200 §4.5).
-    Ipv6Fragment = "ipv6_fragment",
-    /// Multicast, broadcast or (for IPv4) limited-broadcast source address (RFC 1122
-    /// §3.2.1.3, RFC 9293 §3.10.7.2).
-    MulticastSourceIp = "multicast_source_ip",
-    /// For weir, but neither TCP nor a supported ICMP message (UDP and others).
-    NotTcp = "not_tcp",
-    /// Shorter than a TCP header.
-    TruncatedTcp = "truncated_tcp",
-    /// TCP data offset below 5 (RFC 9293 §3.1).
-    TcpDataOffsetTooSmall = "tcp_data_offset_too_small",
-    /// TCP data offset past the end of the IP payload.
-    TcpDataOffsetPastPacket = "tcp_data_offset_past_packet",
-    /// A TCP option kind with no length byte.
-    TruncatedTcpOptions = "truncated_tcp_options",
-    /// A TCP option with length 0.
-    TcpOptionLenZero = "tcp_option_len_zero",
-    /// A TCP option with length 1.
-    TcpOptionLenOne = "tcp_option_len_one",
-    /// A TCP option running past the header.
-    TcpOptionPastHeader = "tcp_option_past_header",
-    /// A known TCP option with the wrong length (MSS 4, WS 3, SACK-perm 2, TS 10,
-    /// SACK 2 + 8n).
-    TcpOptionBadLength = "tcp_option_bad_length",
-    /// Window scale above 14 (RFC 7323 §2.3).
-    TcpWindowScaleTooLarge = "tcp_wscale_too_large",
-    /// MSS option of 0.
-    TcpMssZero = "tcp_mss_zero",
-    /// SYN and FIN together (never legitimate; a scanner's probe).
-    TcpSynFin = "tcp_syn_fin",
-    /// SYN and RST together.
-    TcpSynRst = "tcp_syn_rst",
-    /// No control bits at all (a "null" scan).
-    TcpNoFlags = "tcp_no_flags",
-    /// Bad TCP checksum (software check or the NIC's verdict).
-    TcpBadChecksum = "tcp_bad_checksum",
-    /// Shorter than the ICMP message type needs.
-    TruncatedIcmp = "truncated_icmp",
-    /// Bad ICMP or ICMPv6 checksum.
-    IcmpBadChecksum = "icmp_bad_checksum",
-    /// An ICMP message weir does not answer (anything but echo request and NS).
-    IcmpUnsupported = "icmp_unsupported",
-    /// A neighbor solicitation failing RFC 4861 §7.1.1 validation.
-    NdInvalid = "nd_invalid",
-}
-
-impl DropReason {
-    /// Every reason, in declaration order (index = `reason as usize`).
-    pub const fn all() -> &'static [DropReason] {
-        &Self::ALL
-    }
-    /// The reason's index in `0..COUNT` (for counter arrays).
-    #[inline]
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl core::fmt::Display for DropReason {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+reason_enum! {
+    /// Why a received frame was dropped: one variant per distinct cause, each counted
+    /// separately ([`ParseStats`]). Names ([`DropReason::name`]) are snake_case and
+    /// stable: they are JSON keys and Prometheus labels.
+    pub enum DropReason {
+        /// Shorter than an Ethernet header.
+        TruncatedEthernet = "truncated_ethernet",
+        /// An 802.1Q TPID with no room for the tag.
+        TruncatedVlan = "truncated_vlan",
+        /// An 802.1Q tag around something other than IPv4, IPv6 or ARP (including a second
+        /// tag: weir handles one).
+        VlanNonIp = "vlan_non_ip",
+        /// An EtherType weir does not handle.
+        UnsupportedEthertype = "unsupported_ethertype",
+        /// Source MAC with the group bit set (multicast or broadcast; IEEE 802 §8.2).
+        MulticastSourceMac = "multicast_source_mac",
+        /// A unicast frame for another MAC, or TCP not sent to weir's unicast MAC (Linux drops
+        /// TCP that is not `PACKET_HOST`).
+        NotOurMac = "not_our_mac",
+        /// Shorter than an Ethernet/IPv4 ARP packet.
+        TruncatedArp = "truncated_arp",
+        /// ARP for other than Ethernet/IPv4 (RFC 826 hardware/protocol types and lengths).
+        ArpUnsupported = "arp_unsupported",
+        /// An ARP reply or other operation: weir only answers requests.
+        ArpNotRequest = "arp_not_request",
+        /// Addressed (IP, ARP target or ND target) to an address that is not weir's.
+        NotForUs = "not_for_us",
+        /// Shorter than an IPv4 header.
+        TruncatedIpv4 = "truncated_ipv4",
+        /// IPv4 EtherType with a version other than 4.
+        Ipv4BadVersion = "ipv4_bad_version",
+        /// IHL below 5 (RFC 791 §3.1).
+        Ipv4IhlTooSmall = "ipv4_ihl_too_small",
+        /// IHL past the end of the frame.
+        Ipv4IhlPastPacket = "ipv4_ihl_past_packet",
+        /// Total length smaller than the header.
+        Ipv4TotalLenTooSmall = "ipv4_total_len_too_small",
+        /// Total length larger than the frame.
+        Ipv4TotalLenPastFrame = "ipv4_total_len_past_frame",
+        /// Bad IPv4 header checksum (software check or the NIC's verdict).
+        Ipv4BadChecksum = "ipv4_bad_checksum",
+        /// An IPv4 fragment: weir does not reassemble (TCP senders use PMTU discovery).
+        Ipv4Fragment = "ipv4_fragment",
+        /// Shorter than an IPv6 header.
+        TruncatedIpv6 = "truncated_ipv6",
+        /// IPv6 EtherType with a version other than 6.
+        Ipv6BadVersion = "ipv6_bad_version",
+        /// Payload length larger than the frame (RFC 8200 §3).
+        Ipv6PayloadLenMismatch = "ipv6_payload_len_mismatch",
+        /// Fewer than 8 bytes left for an extension header.
+        TruncatedIpv6ExtHeader = "truncated_ipv6_ext_header",
+        /// An extension header whose length runs past the packet.
+        Ipv6ExtChainPastPacket = "ipv6_ext_chain_past_packet",
+        /// More than [`ipv6::MAX_EXT_HEADERS`] extension headers.
+        Ipv6ExtChainTooLong = "ipv6_ext_chain_too_long",
+        /// A hop-by-hop header not first in the chain (RFC 8200 §4.1).
+        Ipv6HopByHopNotFirst = "ipv6_hop_by_hop_not_first",
+        /// An IPv6 fragment (non-atomic; RFC 8200 §4.5).
+        Ipv6Fragment = "ipv6_fragment",
+        /// Multicast, broadcast or (for IPv4) limited-broadcast source address (RFC 1122
+        /// §3.2.1.3, RFC 9293 §3.10.7.2).
+        MulticastSourceIp = "multicast_source_ip",
+        /// For weir, but neither TCP nor a supported ICMP message (UDP and others).
+        NotTcp = "not_tcp",
+        /// Shorter than a TCP header.
+        TruncatedTcp = "truncated_tcp",
+        /// TCP data offset below 5 (RFC 9293 §3.1).
+        TcpDataOffsetTooSmall = "tcp_data_offset_too_small",
+        /// TCP data offset past the end of the IP payload.
+        TcpDataOffsetPastPacket = "tcp_data_offset_past_packet",
+        /// A TCP option kind with no length byte.
+        TruncatedTcpOptions = "truncated_tcp_options",
+        /// A TCP option with length 0.
+        TcpOptionLenZero = "tcp_option_len_zero",
+        /// A TCP option with length 1.
+        TcpOptionLenOne = "tcp_option_len_one",
+        /// A TCP option running past the header.
+        TcpOptionPastHeader = "tcp_option_past_header",
+        /// A known TCP option with the wrong length (MSS 4, WS 3, SACK-perm 2, TS 10,
+        /// SACK 2 + 8n).
+        TcpOptionBadLength = "tcp_option_bad_length",
+        /// Window scale above 14 (RFC 7323 §2.3).
+        TcpWindowScaleTooLarge = "tcp_wscale_too_large",
+        /// MSS option of 0.
+        TcpMssZero = "tcp_mss_zero",
+        /// SYN and FIN together (never legitimate; a scanner's probe).
+        TcpSynFin = "tcp_syn_fin",
+        /// SYN and RST together.
+        TcpSynRst = "tcp_syn_rst",
+        /// No control bits at all (a "null" scan).
+        TcpNoFlags = "tcp_no_flags",
+        /// Bad TCP checksum (software check or the NIC's verdict).
+        TcpBadChecksum = "tcp_bad_checksum",
+        /// Shorter than the ICMP message type needs.
+        TruncatedIcmp = "truncated_icmp",
+        /// Bad ICMP or ICMPv6 checksum.
+        IcmpBadChecksum = "icmp_bad_checksum",
+        /// An ICMP message weir does not answer (anything but echo request and NS).
+        IcmpUnsupported = "icmp_unsupported",
+        /// A neighbor solicitation failing RFC 4861 §7.1.1 validation.
+        NdInvalid = "nd_invalid",
     }
 }
 
@@ -305,15 +268,13 @@ pub fn parse_into(frame: &[u8], csum: RxChecksum, local: &LocalAddrs, out: &mut 
     }
 }
 
-/// Offset of the TCP header in an untagged IPv4 frame without IP options.
-const FAST_L4: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
-
-/// The common case at fixed offsets: an untagged Ethernet frame to weir's MAC carrying
-/// IPv4 without options, not a fragment, to weir's address, and TCP whose options are
-/// none or exactly NOP NOP TS (RFC 7323 Appendix A: nearly every segment of a bulk
-/// transfer), both checksums verified by the NIC. Writes `out` and returns `true` for
-/// such a frame; for anything else returns `false` having written nothing, and
-/// [`parse_frame`] checks the frame in wire order and counts what is wrong with it.
+/// The common case at fixed offsets ([`super::fast`]'s layout): an untagged Ethernet
+/// frame to weir's MAC carrying IPv4 without options, not a fragment, to weir's address,
+/// and TCP whose options are none or exactly NOP NOP TS (RFC 7323 Appendix A: nearly every
+/// segment of a bulk transfer), both checksums verified by the NIC. Writes `out` and
+/// returns `true` for such a frame; for anything else returns `false` having written
+/// nothing, and [`parse_frame`] checks the frame in wire order and counts what is wrong
+/// with it.
 ///
 /// It accepts only what `parse_frame` accepts, with the same result (the test
 /// `fast_path_agrees_with_the_full_parser` compares them on valid and broken frames).
@@ -330,213 +291,6 @@ pub(super) fn parse_tcp_v4_fast(
             true
         }
         None => false,
-    }
-}
-
-/// A TCP segment in the common layout [`parse_into`] takes its fast path for (see
-/// [`FastTcpV4::parse`]), as the header's words: no bigger than a few registers, so a
-/// consumer that needs only these (GRO) never writes a [`TcpMeta`] and reads it back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FastTcpV4 {
-    /// Destination MAC then source MAC, as in the frame, little-endian in the low 96 bits
-    /// of the two words (bytes 0..8, then 8..12).
-    pub macs: [u64; 2],
-    /// Source (remote) IPv4 address, in network byte order as a little-endian load gives
-    /// it (the four address bytes, first byte lowest).
-    pub src: u32,
-    /// Destination (weir's) IPv4 address, the same way.
-    pub dst: u32,
-    /// Source port.
-    pub sport: u16,
-    /// Destination port.
-    pub dport: u16,
-    /// Sequence number.
-    pub seq: u32,
-    /// Acknowledgment number.
-    pub ack: u32,
-    /// Flags.
-    pub flags: TcpFlags,
-    /// Raw window field.
-    pub window: u16,
-    /// TCP header length: 20 (no options) or 32 (NOP NOP TS).
-    pub header_len: u8,
-    /// The timestamp option, present when `header_len` is 32.
-    pub ts: Option<Timestamp>,
-    /// TCP payload length.
-    pub payload_len: u16,
-    /// TTL.
-    pub ttl: u8,
-    /// TOS.
-    pub tos: u8,
-    /// Don't-fragment bit.
-    pub df: bool,
-    /// IPv4 identification.
-    pub ip_id: u16,
-}
-
-impl FastTcpV4 {
-    /// Offset of the TCP payload within the frame.
-    #[inline(always)]
-    pub fn payload_off(&self) -> u16 {
-        // At most 14 + 20 + 32.
-        (FAST_L4 + usize::from(self.header_len)) as u16
-    }
-
-    /// `frame` read at fixed offsets, if it has the common layout (see
-    /// `parse_tcp_v4_fast`); `None` for anything else, which [`parse_into`] then checks
-    /// in wire order. Every check of the full path that applies to this layout is made
-    /// here too; each field is read once, at its fixed offset.
-    #[inline(always)]
-    pub fn parse(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Option<FastTcpV4> {
-        let (Some(ours), ChecksumStatus::Good, ChecksumStatus::Good) =
-            (local.ipv4, csum.ip, csum.l4)
-        else {
-            return None;
-        };
-        let h = frame.first_chunk::<{ FAST_L4 + tcp::HEADER_LEN }>()?;
-        let be16 = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
-        let be32 = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let le32 = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let dst_mac: [u8; 6] = [h[0], h[1], h[2], h[3], h[4], h[5]];
-        let src_mac: [u8; 6] = [h[6], h[7], h[8], h[9], h[10], h[11]];
-        let total_len = usize::from(be16(16));
-        let src = [h[26], h[27], h[28], h[29]];
-        let flags = TcpFlags(h[47]);
-        let hl = usize::from(h[46] >> 4) * 4;
-        let ok = dst_mac == local.mac
-            && !ethernet::is_group(&src_mac)
-            && be16(12) == ethertype::IPV4
-            && h[14] == 0x45 // version 4, IHL 5: no IP options
-            && total_len <= frame.len() - ethernet::HEADER_LEN
-            && be16(20) & (ipv4::FLAG_MF | 0x1fff) == 0 // not a fragment
-            && h[23] == protocol::TCP
-            && !ipv4::is_multicast_or_broadcast(src)
-            && [h[30], h[31], h[32], h[33]] == ours.octets()
-            && hl >= tcp::HEADER_LEN
-            && hl + ipv4::HEADER_LEN <= total_len
-            && flags.intersects(TcpFlags(0x3f))
-            && !(flags.contains(TcpFlags::SYN) && flags.intersects(TcpFlags::FIN | TcpFlags::RST));
-        if !ok {
-            return None;
-        }
-        let ts = match hl {
-            tcp::HEADER_LEN => None,
-            32 => {
-                let o = frame
-                    .get(FAST_L4 + tcp::HEADER_LEN..)?
-                    .first_chunk::<12>()?;
-                // NOP NOP TS length 10, compared as one word (byte by byte it compiled to
-                // four compares and branches).
-                const NOP_NOP_TS: [u8; 4] =
-                    [tcp::kind::NOP, tcp::kind::NOP, tcp::kind::TIMESTAMP, 10];
-                let word = |i: usize| u32::from_be_bytes([o[i], o[i + 1], o[i + 2], o[i + 3]]);
-                if word(0) != u32::from_be_bytes(NOP_NOP_TS) {
-                    return None;
-                }
-                Some(Timestamp {
-                    tsval: word(4),
-                    tsecr: word(8),
-                })
-            }
-            _ => return None,
-        };
-        let mut lo = [0u8; 8];
-        lo.copy_from_slice(&h[..8]);
-        Some(FastTcpV4 {
-            macs: [u64::from_le_bytes(lo), u64::from(le32(8))],
-            src: le32(26),
-            dst: le32(30),
-            sport: be16(FAST_L4),
-            dport: be16(FAST_L4 + 2),
-            seq: be32(FAST_L4 + 4),
-            ack: be32(FAST_L4 + 8),
-            flags,
-            window: be16(FAST_L4 + 14),
-            header_len: hl as u8,
-            ts,
-            // Fits in u16: the IP total length less headers.
-            payload_len: (total_len - ipv4::HEADER_LEN - hl) as u16,
-            ttl: h[22],
-            tos: h[15],
-            df: be16(20) & ipv4::FLAG_DF != 0,
-            ip_id: be16(18),
-        })
-    }
-
-    /// The flow key (IPv4-mapped addresses, no VLAN).
-    #[inline(always)]
-    pub fn flow(&self) -> FlowKey {
-        let mapped = |a: u32| {
-            let mut b = [0u8; 16];
-            b[10] = 0xff;
-            b[11] = 0xff;
-            b[12..].copy_from_slice(&a.to_le_bytes());
-            b
-        };
-        FlowKey {
-            src: mapped(self.src),
-            dst: mapped(self.dst),
-            sport: self.sport,
-            dport: self.dport,
-            vlan: NO_VLAN,
-            v6: false,
-        }
-    }
-
-    /// The options as the full parser reports them: the timestamp, nothing else.
-    #[inline(always)]
-    pub fn opts(&self) -> TcpOptions {
-        TcpOptions {
-            timestamp: self.ts,
-            ..TcpOptions::default()
-        }
-    }
-
-    /// Offset of TSval within the option bytes, when there are timestamps.
-    #[inline(always)]
-    pub fn tsval_at(&self) -> Option<u8> {
-        self.ts.map(|_| 4)
-    }
-
-    /// The [`TcpMeta`] the full parser builds for this frame, written in whole words.
-    #[inline(always)]
-    pub fn to_meta(&self) -> TcpMeta {
-        let mut raw_opts = [0u8; MAX_OPTION_BYTES];
-        if let Some(t) = self.ts {
-            raw_opts[..4].copy_from_slice(&[
-                tcp::kind::NOP,
-                tcp::kind::NOP,
-                tcp::kind::TIMESTAMP,
-                10,
-            ]);
-            raw_opts[4..8].copy_from_slice(&t.tsval.to_be_bytes());
-            raw_opts[8..12].copy_from_slice(&t.tsecr.to_be_bytes());
-        }
-        let m = |w: u64| w.to_le_bytes();
-        let (lo, hi) = (m(self.macs[0]), m(self.macs[1]));
-        TcpMeta {
-            flow: self.flow(),
-            src_mac: [lo[6], lo[7], hi[0], hi[1], hi[2], hi[3]],
-            dst_mac: [lo[0], lo[1], lo[2], lo[3], lo[4], lo[5]],
-            seq: SeqNumber(self.seq),
-            ack: SeqNumber(self.ack),
-            flags: self.flags,
-            window: self.window,
-            header_len: self.header_len,
-            opts: self.opts(),
-            raw_opts,
-            tsval_at: self.tsval_at(),
-            payload_off: self.payload_off(),
-            payload_len: self.payload_len,
-            net: NetMeta {
-                ttl: self.ttl,
-                tos: self.tos,
-                df: self.df,
-                ip_id: self.ip_id,
-                flow_label: 0,
-                ip_options: false,
-            },
-        }
     }
 }
 
