@@ -39,8 +39,7 @@ pub use error::{Error, Result};
 pub use mbuf::{Mbuf, PacketType, Segments, SharedData, MAX_SHARED_REFS};
 pub use mempool::{Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM, STASH};
 pub use port::{
-    tx_csum_caps, DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats,
-    PortTxQueue, TxCsumCaps,
+    DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats, PortTxQueue, TxCsumCaps,
 };
 pub use ring::ring_port_pair;
 

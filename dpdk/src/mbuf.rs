@@ -5,20 +5,18 @@
 //! as-is. Dropping one calls `rte_pktmbuf_free`, which frees the whole chain.
 //!
 //! ## TX checksum offload
-//! Whether a port offloads checksums is a property of the port, not of the mbuf. When a
-//! [`crate::Port`] is configured it records its TX checksum capabilities in a process-wide
-//! table indexed by port id; [`PacketBuf::request_tx_checksum`] looks up the mbuf's `port`
-//! field there. Received mbufs carry their RX port; allocated ones get a port from
-//! [`crate::PortPool`] or [`Mbuf::set_port`]. An mbuf with no port (or a port without the
-//! offload) answers `false`, and the caller computes the checksum in software.
+//! Whether a port offloads checksums is a property of the port, not of the mbuf:
+//! [`crate::Port::tx_csum_caps`] says what it enabled, and whoever builds frames for that
+//! port is told once (the stack's `tx_csum_offload` switch, weir-gen's configuration).
+//! Only a caller that was told so calls [`PacketBuf::request_tx_checksum`], which sets the
+//! mbuf's offload flags and header lengths; every other caller computes the checksums in
+//! software.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum, TxChecksumOffload};
 use stack::wire::checksum;
-
-use crate::port::tx_csum_caps;
 
 /// An owned packet buffer; the chain it heads is freed on drop.
 #[repr(transparent)]
@@ -468,14 +466,9 @@ impl PacketBuf for Mbuf {
     fn is_contiguous(&self) -> bool {
         self.m().nb_segs == 1
     }
+    /// Always `true`: an mbuf carries the request to any port; the caller decided from the
+    /// port's [`crate::Port::tx_csum_caps`] that the port completes it.
     fn request_tx_checksum(&mut self, req: TxChecksumOffload) -> bool {
-        let Some(port) = self.port() else {
-            return false;
-        };
-        let caps = tx_csum_caps(port);
-        if !caps.tcp || (req.ipv4 && !caps.ipv4) {
-            return false;
-        }
         self.set_tx_checksum(req);
         true
     }

@@ -196,9 +196,8 @@ impl Mempool {
         true
     }
 
-    /// A [`BufPool`] that stamps `port` into every mbuf it hands out, so that
-    /// [`stack::buf::PacketBuf::request_tx_checksum`] knows whether that port offloads
-    /// checksums.
+    /// A [`BufPool`] that stamps `port` into every mbuf it hands out (the mbuf's `port`
+    /// field names the port a transmitted frame is bound for).
     pub fn for_port(self, port: u16) -> PortPool {
         PortPool { pool: self, port }
     }
@@ -236,8 +235,7 @@ unsafe extern "C" fn stamp_one(
 
 impl BufPool for Mempool {
     type Buf = Mbuf;
-    /// Mbufs from here carry no port: `request_tx_checksum` returns `false` on them until
-    /// [`Mbuf::set_port`] is called. Use [`Mempool::for_port`] for transmit buffers.
+    /// Mbufs from here carry no port ([`Mempool::for_port`] stamps one).
     fn alloc(&mut self, len: usize) -> Option<Mbuf> {
         self.alloc_len(len)
     }

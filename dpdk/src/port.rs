@@ -7,7 +7,7 @@
 //! driver traits and is moved to the lcore that polls it.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dpdk_sys::consts as c;
@@ -18,15 +18,9 @@ use crate::mbuf::Mbuf;
 use crate::mempool::Mempool;
 use crate::Eal;
 
-const MAX_PORTS: usize = dpdk_sys::RTE_MAX_ETHPORTS as usize;
-
-const TX_CAP_IPV4: u8 = 1;
-const TX_CAP_TCP: u8 = 2;
-
-/// TX checksum capabilities of each configured port (bit set above), indexed by port id.
-static TX_CSUM: [AtomicU8; MAX_PORTS] = [const { AtomicU8::new(0) }; MAX_PORTS];
-
-/// TX checksum offloads a port has enabled.
+/// TX checksum offloads a port has enabled: a property of the port, read with
+/// [`Port::tx_csum_caps`] and handed to whatever builds frames for it (the stack's
+/// `PipelineConfig::tx_csum_offload`, weir-gen's sender).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxCsumCaps {
     /// IPv4 header checksum.
@@ -35,14 +29,19 @@ pub struct TxCsumCaps {
     pub tcp: bool,
 }
 
-/// The TX checksum offloads enabled on `port` (none if unconfigured or out of range).
-pub fn tx_csum_caps(port: u16) -> TxCsumCaps {
-    let bits = TX_CSUM
-        .get(usize::from(port))
-        .map_or(0, |b| b.load(Ordering::Relaxed));
-    TxCsumCaps {
-        ipv4: bits & TX_CAP_IPV4 != 0,
-        tcp: bits & TX_CAP_TCP != 0,
+impl TxCsumCaps {
+    /// What `offloads` enables.
+    pub fn from_offloads(offloads: &Offloads) -> TxCsumCaps {
+        TxCsumCaps {
+            ipv4: offloads.tx_ipv4_cksum(),
+            tcp: offloads.tx_tcp_cksum(),
+        }
+    }
+
+    /// Both the IPv4 header and the TCP checksum: what the stack needs to leave an IPv4
+    /// frame's checksums to the NIC.
+    pub fn ipv4_tcp(&self) -> bool {
+        self.ipv4 && self.tcp
     }
 }
 
@@ -189,6 +188,7 @@ pub struct Port {
     shared: Arc<Shared>,
     cfg: PortConfig,
     offloads: Offloads,
+    tx_csum: TxCsumCaps,
 }
 
 /// Fails with [`Error::NoSuchPort`] unless `port` exists.
@@ -310,15 +310,6 @@ impl Port {
             }
         }
 
-        let mut bits = 0;
-        if offloads.tx_ipv4_cksum() {
-            bits |= TX_CAP_IPV4;
-        }
-        if offloads.tx_tcp_cksum() {
-            bits |= TX_CAP_TCP;
-        }
-        TX_CSUM[usize::from(port)].store(bits, Ordering::Relaxed);
-
         Ok(Port {
             shared: Arc::new(Shared {
                 id: port,
@@ -327,6 +318,7 @@ impl Port {
                 tx_taken: Mutex::new(vec![false; usize::from(cfg.tx_queues)]),
             }),
             cfg: cfg.clone(),
+            tx_csum: TxCsumCaps::from_offloads(&offloads),
             offloads,
         })
     }
@@ -338,14 +330,21 @@ impl Port {
 
     /// Declares that the IPv4 and TCP checksums of frames sent on this port are completed
     /// downstream, as a NIC's TX checksum offload would, although the device has no such
-    /// offload: [`tx_csum_caps`] then says yes, so the stack leaves the pseudo-header sum
+    /// offload: [`Port::tx_csum_caps`] then says yes, so the stack leaves the pseudo-header sum
     /// and the offload request in each frame. Only for a port whose peer stands in for
     /// the NIC and completes them ([`crate::Mbuf::complete_tx_checksums`]): weir-gen's
     /// ring benchmark. [`Port::offloads`] still reports what the device does.
     pub fn model_tx_checksum_offload(&mut self) {
-        if let Some(b) = TX_CSUM.get(usize::from(self.id())) {
-            b.store(TX_CAP_IPV4 | TX_CAP_TCP, Ordering::Relaxed);
-        }
+        self.tx_csum = TxCsumCaps {
+            ipv4: true,
+            tcp: true,
+        };
+    }
+
+    /// The TX checksum offloads frames built for this port may request (what the device
+    /// enabled, or everything after [`Port::model_tx_checksum_offload`]).
+    pub fn tx_csum_caps(&self) -> TxCsumCaps {
+        self.tx_csum
     }
 
     /// The offloads and RSS hash types in use.
@@ -643,9 +642,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unconfigured_ports_offload_nothing() {
-        assert_eq!(tx_csum_caps(5), TxCsumCaps::default());
-        assert_eq!(tx_csum_caps(u16::MAX), TxCsumCaps::default());
+    fn tx_csum_caps_follow_the_enabled_offloads() {
+        assert_eq!(
+            TxCsumCaps::from_offloads(&Offloads::default()),
+            TxCsumCaps::default()
+        );
+        let tcp_only = Offloads {
+            tx: c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM,
+            ..Offloads::default()
+        };
+        let caps = TxCsumCaps::from_offloads(&tcp_only);
+        assert!(caps.tcp && !caps.ipv4 && !caps.ipv4_tcp());
+        let both = Offloads {
+            tx: c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM | c::RTE_ETH_TX_OFFLOAD_IPV4_CKSUM,
+            ..Offloads::default()
+        };
+        assert!(TxCsumCaps::from_offloads(&both).ipv4_tcp());
     }
 
     #[test]

@@ -77,8 +77,10 @@ pub trait PacketBuf {
     fn truncate(&mut self, _len: usize) -> bool {
         false
     }
-    /// Asks the NIC to compute checksums on transmit. Returns `false` when this buffer's
-    /// device cannot (the caller then computes them in software).
+    /// Asks the NIC to compute checksums on transmit. Call it only when the port the
+    /// buffer leaves on offloads them (the driver says so once: the pipeline's
+    /// `tx_csum_offload`). Returns `false` when this buffer type cannot carry the request
+    /// (the caller then computes the checksums in software).
     fn request_tx_checksum(&mut self, _req: TxChecksumOffload) -> bool {
         false
     }
