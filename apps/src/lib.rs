@@ -1,11 +1,7 @@
 //! Shared code for weir's command-line programs: `weir-sink` (the receiver), `weir-gen`
 //! and `weir-bench`.
 
-pub mod bench_e2e;
-pub mod bench_gro;
-pub mod bench_stages;
-pub mod bench_tap;
-pub mod bench_tcp;
+pub mod bench;
 pub mod busy;
 pub mod capture;
 pub mod config;

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use benches::gro_fixture::{
+use apps::bench::gro_fixture::{
     eal_args, prepare_pool, run_bursts, Generator, Pattern, Receiver, RteGro, WeirGro, BURST,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -9,12 +9,14 @@
 //! ([`benches::gro_fixture::measure_interleaved`] says why).
 
 use anyhow::{Context, Result};
-use benches::gro_fixture::{
-    eal_args_with, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Memory,
-    Pattern, Receiver, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
-};
 use dpdk::{Clock, Eal, Mempool};
 use serde_json::json;
+
+use super::gro_fixture::{
+    eal_args_with, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Pattern,
+    Receiver, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
+};
+use crate::eal_args::Memory;
 
 /// Timed chunks per (implementation, row) by default; the median is reported.
 pub const REPEATS: usize = 63;
