@@ -1,5 +1,5 @@
-//! The side-by-side GRO benchmark's fixture (issue 3, "Benchmark"): identical bursts of
-//! real mbufs, fed to weir's GRO (`stack::gro`) and to DPDK's `rte_gro` in heavyweight
+//! The side-by-side GRO benchmark's fixture (`weir-bench gro` and the criterion benches in
+//! `benches/benches/gro.rs`): identical bursts of real mbufs, fed to weir's GRO (`stack::gro`) and to DPDK's `rte_gro` in heavyweight
 //! mode ([`dpdk::gro::GroCtx`]), each timed over the same work.
 //!
 //! # The input
@@ -8,7 +8,7 @@
 //! NOP TS`: a 32-byte TCP header) and [`MSS`] bytes of payload, flags ACK only, DF set and
 //! IP ID 0, a fixed TSval per flow: everything `rte_gro` needs to merge (it merges only
 //! `flags == ACK` with byte-identical options; with DF it ignores the IP ID,
-//! prior-art.md §1). Checksums are correct, and the mbufs carry what a NIC with RX
+//! docs/reference/prior-art.md §1). Checksums are correct, and the mbufs carry what a NIC with RX
 //! checksum offload and packet classification sets: `packet_type` (Ether/IPv4/TCP),
 //! `l2_len`/`l3_len`/`l4_len` (which `rte_gro` reads instead of parsing) and "checksum
 //! good" flags (which spare weir's parser a software checksum; `rte_gro` checks none).

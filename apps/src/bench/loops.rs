@@ -3,9 +3,9 @@
 //! is compared with, which receive and free every frame without the stack
 //! ([`RxWork::Drop`], also `weir-sink --drop`, and [`RxWork::DropReadHeaders`]).
 //!
-//! The reference loops run inside weir-sink's loop (`crate::sink::core`) in place of the
-//! pipeline's receive, so everything else about an iteration (the clock read, the timer
-//! check, the transmit poll, the stats) costs the same in every mode.
+//! The reference loops run inside weir-sink's loop (`crate::sink::core_loop`) in place of
+//! the pipeline's receive, so everything else about an iteration (the clock read, the
+//! timer check, the transmit poll, the stats) costs the same in every mode.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use stack::stats::{PipelineStats, Stats};
 use stack::time::Instant;
 
 use crate::report::DigestRecord;
-use crate::sink::core::{run_core, CoreCtx, RxHandler, Stack};
+use crate::sink::core_loop::{run_core, CoreCtx, RxHandler, Stack};
 
 /// What a receiving core does with each burst.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -61,7 +61,8 @@ enum Cmd {
         #[arg(long)]
         hugepages: bool,
     },
-    /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
+    /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs: ns per segment and
+    /// segments per unit at 1 to 4,096 flows and three flush windows.
     Gro {
         /// One JSON object per (implementation, row).
         #[arg(long)]
@@ -95,7 +96,8 @@ enum Cmd {
         json: bool,
     },
     /// ns per segment of each receive-path stage (parse, GRO, TCP, ACK build, transmit)
-    /// and of the timer checks, on the same in-memory input (seed 003).
+    /// and of the timer checks, on the same in-memory input, to find the stage a regression
+    /// is in (field report 003).
     Stages {
         /// One JSON object per stage.
         #[arg(long)]

@@ -7,7 +7,7 @@
 //!
 //! - [`args`]: the command line;
 //! - this module: DPDK, port and pipeline set-up, one core per queue, the end;
-//! - `core`: the per-core loop; `app`: the sink application it serves;
+//! - `core_loop`: the per-core loop; `app`: the sink application it serves;
 //! - `printer`: the live line, `--stats-log` and the metrics, once a second;
 //! - `summary`: the totals, the summary and `--stats-json`.
 //!
@@ -16,7 +16,7 @@
 
 mod app;
 pub mod args;
-pub(crate) mod core;
+pub(crate) mod core_loop;
 mod printer;
 mod summary;
 
@@ -37,7 +37,7 @@ use stack::wire::LocalAddrs;
 
 pub(crate) use self::app::hex;
 pub use self::args::{OnOff, SinkArgs};
-use self::core::{run_core, CoreCtx, CoreResult, Stack};
+use self::core_loop::{run_core, CoreCtx, CoreResult, Stack};
 use self::printer::{Printer, PrinterCfg};
 use crate::bench::loops::DropRx;
 use crate::eal_args;

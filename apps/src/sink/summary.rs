@@ -6,7 +6,7 @@ use serde_json::json;
 use stack::stats::Stats;
 
 use super::args::SinkArgs;
-use super::core::CoreResult;
+use super::core_loop::CoreResult;
 use crate::capture::CaptureTotals;
 use crate::report::{self, DigestRecord};
 
