@@ -5,17 +5,17 @@
 //! the peer closes. Stats cross from the lcores to the printer thread as snapshots through
 //! `crossbeam-queue`; nothing on the data path waits for anything.
 //!
-//! - [`args`]: the command line;
+//! - `args`: the command line ([`SinkArgs`]);
 //! - this module: DPDK, port and pipeline set-up, one core per queue, the end;
 //! - `core_loop`: the per-core loop; `app`: the sink application it serves;
 //! - `printer`: the live line, `--stats-log` and the metrics, once a second;
 //! - `summary`: the totals, the summary and `--stats-json`.
 //!
-//! `weir-sink --drop` runs one of weir-bench's reference loops ([`crate::bench::loops`])
-//! instead of the pipeline.
+//! `weir-sink --drop` receives with one of weir-bench's reference loops
+//! ([`crate::bench::loops`]) instead of the pipeline.
 
 mod app;
-pub mod args;
+mod args;
 pub(crate) mod core_loop;
 mod printer;
 mod summary;
