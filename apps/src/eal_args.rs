@@ -1,4 +1,6 @@
-//! DPDK's usual command-line form: `PROGRAM [EAL options] -- [program options]`.
+//! EAL arguments: DPDK's usual command-line form (`PROGRAM [EAL options] -- [program
+//! options]`), the programs' embedded default, and the benchmarks' (with the [`Memory`]
+//! they run on).
 
 /// The command line split at the first `--`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +82,73 @@ pub fn default_eal(prog: &str, tap_iface: &str, lcores: usize) -> Vec<String> {
         v.push("512".to_string());
     }
     v
+}
+
+/// Where a benchmark's DPDK memory (its mbuf pools, `rte_gro`'s tables) comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// `--no-huge`: anonymous 4 KiB pages, 1 GiB; runs anywhere (CI, a laptop).
+    NoHuge,
+    /// 2 MiB hugepages from hugetlbfs, allocated as needed, as DPDK is deployed; they must
+    /// be reserved first (`scripts/setup-hugepages.sh`). Mbuf-heavy rows miss the TLB
+    /// far less: hundreds of held mbufs are hundreds of 4 KiB pages but a few 2 MiB ones.
+    Hugepages,
+}
+
+impl Memory {
+    /// `--hugepages` given or not.
+    pub fn from_flag(hugepages: bool) -> Memory {
+        if hugepages {
+            Memory::Hugepages
+        } else {
+            Memory::NoHuge
+        }
+    }
+
+    /// The EAL arguments that choose this memory (`no_huge_mb` of 4 KiB pages for
+    /// [`Memory::NoHuge`]).
+    pub fn eal_args(self, no_huge_mb: u32) -> Vec<String> {
+        match self {
+            Memory::NoHuge => vec!["--no-huge".into(), "-m".into(), no_huge_mb.to_string()],
+            // No hugepage files left behind when the process ends.
+            Memory::Hugepages => vec!["--huge-unlink".into()],
+        }
+    }
+
+    /// What failed, for an EAL initialisation error on this memory: on hugepages, the
+    /// likely cause and the script that fixes it.
+    pub fn eal_init_context(self) -> &'static str {
+        match self {
+            Memory::NoHuge => "initialising the EAL",
+            Memory::Hugepages => {
+                "initialising the EAL on hugepages (are 2 MiB pages reserved and hugetlbfs \
+                 mounted? scripts/setup-hugepages.sh does both)"
+            }
+        }
+    }
+
+    /// How the report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Memory::NoHuge => "4 KiB pages (--no-huge)",
+            Memory::Hugepages => "2 MiB hugepages",
+        }
+    }
+}
+
+/// EAL arguments for a benchmark process named `program` on lcores `lcores` (an `-l`
+/// list): no PCI probing, `memory` (`no_huge_mb` MiB with [`Memory::NoHuge`]), a file
+/// prefix unique to the process, warnings and errors only.
+pub fn bench_eal_args(program: &str, lcores: &str, memory: Memory, no_huge_mb: u32) -> Vec<String> {
+    let mut a = vec![program.to_string(), "--no-pci".into()];
+    a.extend(memory.eal_args(no_huge_mb));
+    a.extend([
+        format!("--file-prefix={program}-{}", std::process::id()),
+        "-l".into(),
+        lcores.to_string(),
+        "--log-level=*:warning".into(),
+    ]);
+    a
 }
 
 #[cfg(test)]

@@ -1,11 +1,10 @@
-//! Shared code for weir's command-line programs: `weir-sink` (the receiver), `weir-gen`
-//! and `weir-bench`.
+//! weir's command-line programs, one module per program: [`sink`] (`weir-sink`, the
+//! receiver), [`gen`] (`weir-gen`), [`bench`](mod@bench) (`weir-bench`) and [`lab`] (`weir-lab`). The
+//! other modules are what they share: the command line and the EAL's ([`eal_args`],
+//! [`config`], [`logs`]), capture, metrics and reports, loop timing ([`busy`]) and progress
+//! bars.
 
-pub mod bench_e2e;
-pub mod bench_gro;
-pub mod bench_stages;
-pub mod bench_tap;
-pub mod bench_tcp;
+pub mod bench;
 pub mod busy;
 pub mod capture;
 pub mod config;

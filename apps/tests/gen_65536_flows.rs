@@ -1,4 +1,4 @@
-//! weir-gen's upper bound: 65,536 flows (issue 6) each do the handshake, send their data
+//! weir-gen's upper bound: 65,536 flows each do the handshake, send their data
 //! and close against weir's real pipeline, in memory on the lab's virtual clock (no DPDK:
 //! what is tested is that every flow gets its own 4-tuple, connection and byte stream).
 

@@ -1,8 +1,9 @@
 //! weir's GRO beside DPDK's `rte_gro` (heavyweight mode) on the same bursts of real
-//! mbufs, a few representative rows of `weir-bench gro` (issue 3, "Benchmark"): `rr` at 1,
-//! 256 and 4,096 flows and `train` at 256 flows, all with a 100 µs flush window. One
-//! iteration is one burst of 32 segments; only the receiver's work is timed (see
-//! `benches::gro_fixture`). One EAL per process, initialised before the first benchmark.
+//! mbufs, a few representative rows of `weir-bench gro`: `rr` at 1, 256 and 4,096 flows
+//! and `train` at 256 flows, all with a 100 µs flush window. One iteration is one burst
+//! of 32 segments; only the receiver's work is timed (see `apps::bench::gro_fixture`,
+//! apps/src/bench/gro_fixture.rs). One EAL per process, initialised before the first
+//! benchmark.
 //!
 //! `cargo bench -p benches --bench gro`
 
@@ -11,7 +12,7 @@
 
 use std::time::Duration;
 
-use benches::gro_fixture::{
+use apps::bench::gro_fixture::{
     eal_args, prepare_pool, run_bursts, Generator, Pattern, Receiver, RteGro, WeirGro, BURST,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

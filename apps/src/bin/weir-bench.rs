@@ -48,7 +48,7 @@ enum Cmd {
         /// long a held run waits for its flow's next segment. With many flows interleaved
         /// per segment, a window shorter than the flow's inter-arrival time holds runs of
         /// one.
-        #[arg(long, default_value_t = apps::bench_e2e::FLUSH_NS)]
+        #[arg(long, default_value_t = apps::bench::e2e::FLUSH_NS)]
         gro_flush_ns: u64,
         /// The receiver's GRO hold while its queue is backlogged (a burst comes back
         /// full), in ns: weir-sink's --gro-busy-hold-ns (Linux's one jiffy is 1000000).
@@ -61,7 +61,8 @@ enum Cmd {
         #[arg(long)]
         hugepages: bool,
     },
-    /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs (issue 3's benchmark).
+    /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs: ns per segment and
+    /// segments per unit at 1 to 4,096 flows and three flush windows.
     Gro {
         /// One JSON object per (implementation, row).
         #[arg(long)]
@@ -77,7 +78,7 @@ enum Cmd {
         flush_ns: Vec<u64>,
         /// Timed chunks per implementation and row, the two interleaved (the median is
         /// reported).
-        #[arg(long, default_value_t = apps::bench_gro::REPEATS)]
+        #[arg(long, default_value_t = apps::bench::gro::REPEATS)]
         runs: usize,
         /// Run only this implementation (weir or rte_gro), e.g. under `perf record`.
         #[arg(long)]
@@ -95,7 +96,8 @@ enum Cmd {
         json: bool,
     },
     /// ns per segment of each receive-path stage (parse, GRO, TCP, ACK build, transmit)
-    /// and of the timer checks, on the same in-memory input (seed 003).
+    /// and of the timer checks, on the same in-memory input, to find the stage a regression
+    /// is in (field report 003).
     Stages {
         /// One JSON object per stage.
         #[arg(long)]
@@ -130,7 +132,7 @@ fn main() -> std::process::ExitCode {
             gro_flush_ns,
             gro_busy_hold_ns,
             hugepages,
-        } => apps::bench_e2e::run(&apps::bench_e2e::Options {
+        } => apps::bench::e2e::run(&apps::bench::e2e::Options {
             json,
             seconds,
             runs,
@@ -140,7 +142,7 @@ fn main() -> std::process::ExitCode {
             interleave,
             gro_flush_ns,
             gro_busy_hold_ns,
-            memory: benches::gro_fixture::Memory::from_flag(hugepages),
+            memory: apps::eal_args::Memory::from_flag(hugepages),
         }),
         Cmd::Gro {
             json,
@@ -150,22 +152,22 @@ fn main() -> std::process::ExitCode {
             runs,
             only,
             hugepages,
-        } => apps::bench_gro::run(&apps::bench_gro::Options {
+        } => apps::bench::gro::run(&apps::bench::gro::Options {
             json,
             patterns: pattern,
             flows,
             flush_ns,
             runs,
             only,
-            memory: benches::gro_fixture::Memory::from_flag(hugepages),
+            memory: apps::eal_args::Memory::from_flag(hugepages),
         }),
-        Cmd::Tcp { json } => apps::bench_tcp::run(json),
-        Cmd::Stages { json } => apps::bench_stages::run(json),
+        Cmd::Tcp { json } => apps::bench::tcp::run(json),
+        Cmd::Stages { json } => apps::bench::stages::run(json),
         Cmd::Tap {
             json,
             seconds,
             runs,
-        } => apps::bench_tap::run(json, seconds, runs),
+        } => apps::bench::tap::run(json, seconds, runs),
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,

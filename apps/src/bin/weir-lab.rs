@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// weir's receive-path lab: reruns the field reports in shared/seeds/ as experiments and
-/// writes CSV, PNG plots and a Markdown fragment per experiment.
+/// weir's receive-path lab: reruns the field reports (docs/reference/field-reports.md) as
+/// experiments and writes CSV, PNG plots and a Markdown fragment per experiment.
 #[derive(Parser, Debug)]
 #[command(name = "weir-lab")]
 struct Cli {
@@ -16,7 +16,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// GRO flush-timeout sweep (seed 004): 200 flows interleaved per segment.
+    /// GRO flush-timeout sweep (field report 004): 200 flows interleaved per segment.
     FlushSweep {
         /// Output directory.
         #[arg(long, default_value = "docs/lab")]
@@ -28,13 +28,13 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         ring_rounds: usize,
     },
-    /// Quickack on PSH at an MSS boundary (seed 002).
+    /// Quickack on PSH at an MSS boundary (field report 002).
     Psh {
         /// Output directory.
         #[arg(long, default_value = "docs/lab")]
         out: PathBuf,
     },
-    /// ACK counting against ACK policies, with and without gaps (seed 000).
+    /// ACK counting against ACK policies, with and without gaps (field report 000).
     Abc {
         /// Output directory.
         #[arg(long, default_value = "docs/lab")]

@@ -1,7 +1,7 @@
 //! Where weir-gen builds its frames: [`SegmentPool`], and [`GenPool`] on DPDK.
 //!
-//! The issue asked for segments "built from templates with the payload shared by reference
-//! count", so that a segment costs its headers only. weir-gen does that two ways.
+//! Segments are built from templates with the payload shared by reference count, so that a
+//! segment costs its headers only. weir-gen does that two ways.
 //!
 //! **On a real port** (the `weir-gen` program; net_tap or a NIC), by reference count
 //! ([`GenPool::with_shared`], the default when the port can send chained mbufs): the

@@ -1,6 +1,6 @@
-//! Seed 000: senders counting ACKs `per-ack`, `abc:2` (RFC 3465) and `bytes` against
+//! Field report 000: senders counting ACKs `per-ack`, `abc:2` (RFC 3465) and `bytes` against
 //! ACK policies `every:1`, `linux` and `every:8`, sending continuously or in bursts with
-//! 20 ms gaps (the gaps make delayed-ACK effects visible, as the seed's thread says), on
+//! 20 ms gaps (the gaps make delayed-ACK effects visible, as the report's thread says), on
 //! the virtual clock: time to reach full rate, throughput, segments and ACKs.
 
 use std::fmt::Write as _;
@@ -40,7 +40,7 @@ where fewer than 8 segments in flight wait for the timer again: the four flows m
 long, so there `every:8` costs the ramp: time to full rate {:.1} ms for `per-ack` (one \
 segment of window per ACK) against {:.1} ms with `every:1`, {:.1} ms for `abc:2` and \
 {:.1} ms for `bytes` (counting acknowledged bytes, as Linux does for stretch ACKs): \
-the seed's point that delayed and stretch ACKs slow senders that count ACKs, not bytes.",
+the field report's point that delayed and stretch ACKs slow senders that count ACKs, not bytes.",
         gap8.map_or(0, |r| r.gen.rtos),
         gap8.map_or(0.0, |r| r.goodput_bps / 1e6),
         ramp(AckCounting::PerAck, "every:8"),
@@ -170,7 +170,7 @@ pub fn run(dir: &Path) -> Result<()> {
     }
     .draw(&dir.join("abc_acks.png"))?;
     let mut md = String::new();
-    let _ = writeln!(md, "Model: virtual clock, {FLOWS} flows in trains of 4 segments on a 1 Gbit/s link (seed 000's), 50 µs one-way delay, GRO 20 µs, receive buffer 1 MiB; continuous, or 256 KiB bursts per flow separated by 20 ms gaps (each burst restarts from the initial window, RFC 5681 §4.1). 400 ms measured from the start (the ramp is the point). Time to full rate: mean over ramps of the time from a flow's first segment to its window no longer limiting it.\n");
+    let _ = writeln!(md, "Model: virtual clock, {FLOWS} flows in trains of 4 segments on a 1 Gbit/s link (field report 000's), 50 µs one-way delay, GRO 20 µs, receive buffer 1 MiB; continuous, or 256 KiB bursts per flow separated by 20 ms gaps (each burst restarts from the initial window, RFC 5681 §4.1). 400 ms measured from the start (the ramp is the point). Time to full rate: mean over ramps of the time from a flow's first segment to its window no longer limiting it.\n");
     let _ = writeln!(md, "| sender | ACK policy | gaps | ms to full rate | goodput Mbit/s | segments | ACKs | seg/ACK | sender RTOs |");
     let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|");
     for c in &csv {

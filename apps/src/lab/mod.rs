@@ -1,10 +1,10 @@
-//! weir's receive-path lab: the experiments that turn the field reports in
-//! `shared/seeds/` into figures anyone can rerun (`scripts/lab/all.sh`, results in
+//! weir's receive-path lab: the experiments that turn the field reports
+//! (docs/reference/field-reports.md) into figures anyone can rerun (`scripts/lab/all.sh`, results in
 //! `docs/lab.md`).
 //!
-//! - [`flush`]: the GRO flush-timeout sweep (seed 004);
-//! - [`psh`]: quickack on PSH at an MSS boundary (seed 002);
-//! - [`abc`]: ACK counting against ACK policies, with and without gaps (seed 000).
+//! - [`flush`]: the GRO flush-timeout sweep (field report 004);
+//! - [`psh`]: quickack on PSH at an MSS boundary (field report 002);
+//! - [`abc`]: ACK counting against ACK policies, with and without gaps (field report 000).
 //!
 //! Arrival-pattern experiments run on the virtual clock ([`sim`]): deterministic, with a
 //! modelled link rate. Cycles per segment need real cycles: [`ring`] runs weir-gen and the

@@ -1,4 +1,4 @@
-//! Seed 002: Linux commit 4720852ed9af ACKs an exactly-1-MSS segment with PSH at once. A
+//! Field report 002: Linux commit 4720852ed9af ACKs an exactly-1-MSS segment with PSH at once. A
 //! window-limited sender (64 KiB, as `iperf3 -w 64K`) writing one MSS with PSH per write,
 //! against ACK policy `linux` with `quickack_psh_mss` on and off, on the virtual clock:
 //! throughput, ACKs and the sender's ACK-processing work (ACKs received per MB).
@@ -18,7 +18,7 @@ use crate::gen::{GenConfig, Interleave, PshMode};
 
 const MSS: u16 = 1448;
 
-/// Runs both settings on a 100 Mbit/s link (seed 002's device) and a 10 Gbit/s link and
+/// Runs both settings on a 100 Mbit/s link (field report 002's device) and a 10 Gbit/s link and
 /// writes `psh_mss.csv` and `psh_mss.md` under `dir`.
 pub fn run(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -88,7 +88,7 @@ pub fn run(dir: &Path) -> Result<()> {
         &csv,
     )?;
     let mut md = String::new();
-    let _ = writeln!(md, "Model: virtual clock, 1 flow, 1,448-byte writes each with PSH, sender window capped at 64 KiB (45 segments) and receive buffer 64 KiB, ACK policy `linux` with `quickack_psh_mss` off/on, GRO 20 µs. One-way delay 250 µs at 100 Mbit/s, 25 µs at 10 Gbit/s. Measured over 1 s (100 Mbit/s) or 100 ms (10 Gbit/s) after a 100 ms warm-up. The model has no sender CPU cost, so the seed's 27% throughput loss (an lwIP sender spending its CPU on ACKs) shows here as the ACK count, not as throughput.\n");
+    let _ = writeln!(md, "Model: virtual clock, 1 flow, 1,448-byte writes each with PSH, sender window capped at 64 KiB (45 segments) and receive buffer 64 KiB, ACK policy `linux` with `quickack_psh_mss` off/on, GRO 20 µs. One-way delay 250 µs at 100 Mbit/s, 25 µs at 10 Gbit/s. Measured over 1 s (100 Mbit/s) or 100 ms (10 Gbit/s) after a 100 ms warm-up. The model has no sender CPU cost, so the field report's 27% throughput loss (an lwIP sender spending its CPU on ACKs) shows here as the ACK count, not as throughput.\n");
     let _ = writeln!(
         md,
         "| link | quickack_psh_mss | goodput Mbit/s | ACKs | ACK/s | sender ACKs per MB |"

@@ -1,16 +1,16 @@
 //! The lab's real-cycles run: weir-gen on the worker lcore and the receiver
-//! ([`crate::sink::run_receiver`]) on the main lcore, joined by a DPDK ring pair: the
-//! set-up of `weir-bench e2e` (`bench_e2e::Rig`: stamped payload, NIC checksum
+//! ([`crate::bench::loops::run_receiver`]) on the main lcore, joined by a DPDK ring pair: the
+//! set-up of `weir-bench e2e` (`bench::e2e::Rig`: stamped payload, NIC checksum
 //! offloads modelled, writes of whole segments) with the GRO flush window as a parameter.
 //! One EAL per process.
 
 use anyhow::Result;
 
 use super::{median, progress};
-use crate::bench_e2e::Rig;
+use crate::bench::e2e::Rig;
+use crate::bench::loops::RxWork;
+use crate::eal_args::Memory;
 use crate::gen::Interleave;
-use crate::sink::RxWork;
-use benches::gro_fixture::Memory;
 
 /// Median receiver cycles per segment (busy-iteration TSC cycles / frames received) at
 /// each GRO flush window in `windows` (ns), `flows` flows interleaved per segment.

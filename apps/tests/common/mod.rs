@@ -8,12 +8,12 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
+use apps::bench::loops::{run_receiver, ReceiverCore, RxWork};
 use apps::gen::driver::{GenIo, GenReport};
 use apps::gen::payload::{stream_digest_in, Payload, PERIOD};
 use apps::gen::pool::GenPool;
 use apps::gen::sender::HDR_LEN;
 use apps::gen::{GenConfig, Interleave};
-use apps::sink::{run_receiver, ReceiverCore, RxWork};
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use stack::ack::AckPolicy;
 use stack::driver::{Burst, RxQueue};
@@ -102,7 +102,7 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
         nic_rx_checksum: stamped,
     };
     // `secs` 30: the run ends when every flow has closed, within 30 + 30 s at most.
-    let launched = apps::bench_e2e::launch_generator(&eal, worker, io, cfg, 30.0, &stop, &report)
+    let launched = apps::bench::e2e::launch_generator(&eal, worker, io, cfg, 30.0, &stop, &report)
         .expect("launch");
     let rx = run_receiver(ReceiverCore {
         rx: rx_port.rx_queue(0).expect("rxq"),

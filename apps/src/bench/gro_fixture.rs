@@ -1,5 +1,5 @@
-//! The side-by-side GRO benchmark's fixture (issue 3, "Benchmark"): identical bursts of
-//! real mbufs, fed to weir's GRO (`stack::gro`) and to DPDK's `rte_gro` in heavyweight
+//! The side-by-side GRO benchmark's fixture (`weir-bench gro` and the criterion benches in
+//! `benches/benches/gro.rs`): identical bursts of real mbufs, fed to weir's GRO (`stack::gro`) and to DPDK's `rte_gro` in heavyweight
 //! mode ([`dpdk::gro::GroCtx`]), each timed over the same work.
 //!
 //! # The input
@@ -8,7 +8,7 @@
 //! NOP TS`: a 32-byte TCP header) and [`MSS`] bytes of payload, flags ACK only, DF set and
 //! IP ID 0, a fixed TSval per flow: everything `rte_gro` needs to merge (it merges only
 //! `flags == ACK` with byte-identical options; with DF it ignores the IP ID,
-//! prior-art.md §1). Checksums are correct, and the mbufs carry what a NIC with RX
+//! docs/reference/prior-art.md §1). Checksums are correct, and the mbufs carry what a NIC with RX
 //! checksum offload and packet classification sets: `packet_type` (Ether/IPv4/TCP),
 //! `l2_len`/`l3_len`/`l4_len` (which `rte_gro` reads instead of parsing) and "checksum
 //! good" flags (which spare weir's parser a software checksum; `rte_gro` checks none).
@@ -53,6 +53,8 @@ use stack::segment::Segment;
 use stack::seq::SeqNumber;
 use stack::time::Duration;
 use stack::wire::{parse_into, LocalAddrs, Parsed, TcpFlags, TcpFrame, TcpOptions, Timestamp};
+
+use crate::eal_args::{bench_eal_args, Memory};
 
 /// Frames per burst (a typical `rte_eth_rx_burst` size).
 pub const BURST: usize = 32;
@@ -123,76 +125,9 @@ pub fn eal_args(tag: &str) -> Vec<String> {
     eal_args_with(tag, Memory::NoHuge)
 }
 
-/// Where a benchmark's DPDK memory (the mbufs, `rte_gro`'s tables) comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Memory {
-    /// `--no-huge`: anonymous 4 KiB pages, 1 GiB; runs anywhere (CI, a laptop).
-    NoHuge,
-    /// 2 MiB hugepages from hugetlbfs, allocated as needed, as DPDK is deployed; they must
-    /// be reserved first (`scripts/setup-hugepages.sh`). Mbuf-heavy rows miss the TLB
-    /// far less: hundreds of held mbufs are hundreds of 4 KiB pages but a few 2 MiB ones.
-    Hugepages,
-}
-
-impl Memory {
-    /// `--hugepages` given or not.
-    pub fn from_flag(hugepages: bool) -> Memory {
-        if hugepages {
-            Memory::Hugepages
-        } else {
-            Memory::NoHuge
-        }
-    }
-
-    /// The EAL arguments that choose this memory (`no_huge_mb` of 4 KiB pages for
-    /// [`Memory::NoHuge`]).
-    pub fn eal_args(self, no_huge_mb: u32) -> Vec<String> {
-        match self {
-            Memory::NoHuge => vec!["--no-huge".into(), "-m".into(), no_huge_mb.to_string()],
-            // No hugepage files left behind when the process ends.
-            Memory::Hugepages => vec!["--huge-unlink".into()],
-        }
-    }
-
-    /// What failed, for an EAL initialisation error on this memory: on hugepages, the
-    /// likely cause and the script that fixes it.
-    pub fn eal_init_context(self) -> &'static str {
-        match self {
-            Memory::NoHuge => "initialising the EAL",
-            Memory::Hugepages => {
-                "initialising the EAL on hugepages (are 2 MiB pages reserved and hugetlbfs \
-                 mounted? scripts/setup-hugepages.sh does both)"
-            }
-        }
-    }
-
-    /// How the report names it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Memory::NoHuge => "4 KiB pages (--no-huge)",
-            Memory::Hugepages => "2 MiB hugepages",
-        }
-    }
-}
-
 /// [`eal_args`] with the memory `memory` says.
 pub fn eal_args_with(tag: &str, memory: Memory) -> Vec<String> {
     bench_eal_args(&format!("weir-bench-{tag}"), "0", memory, 1024)
-}
-
-/// EAL arguments for a benchmark process named `program` on lcores `lcores` (an `-l`
-/// list): no PCI probing, `memory` (`no_huge_mb` MiB with [`Memory::NoHuge`]), a file
-/// prefix unique to the process, warnings and errors only.
-pub fn bench_eal_args(program: &str, lcores: &str, memory: Memory, no_huge_mb: u32) -> Vec<String> {
-    let mut a = vec![program.to_string(), "--no-pci".into()];
-    a.extend(memory.eal_args(no_huge_mb));
-    a.extend([
-        format!("--file-prefix={program}-{}", std::process::id()),
-        "-l".into(),
-        lcores.to_string(),
-        "--log-level=*:warning".into(),
-    ]);
-    a
 }
 
 /// weir's addresses as the generated frames address it.

@@ -2,7 +2,7 @@
 //! bursts as expected and every mbuf comes back to the pool. One EAL per process, so one
 //! test function.
 
-use benches::gro_fixture::{
+use apps::bench::gro_fixture::{
     eal_args, measure_interleaved, prepare_pool, Generator, Lane, Pattern, RteGro, WeirGro, BURST,
 };
 use dpdk::{Clock, Eal};

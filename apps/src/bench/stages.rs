@@ -1,6 +1,6 @@
 //! `weir-bench stages [--json]`: ns per segment of each stage of the receive path, measured
-//! separately on the same input (issue 6, "per-stage cost"; seed 003: a regression is
-//! found by stage, not by hundreds of bisect builds). `scripts/lab/compare-revisions.sh`
+//! separately on the same input (field report 003: a regression is found by stage, not by
+//! hundreds of bisect builds). `scripts/lab/compare-revisions.sh`
 //! runs this for two git revisions and names the stage that got slower.
 //!
 //! The input: 64 established IPv4 connections, each sending trains of 16 MSS-sized

@@ -1,25 +1,28 @@
 //! `weir-bench gro`: weir's GRO side by side with DPDK's `rte_gro` (heavyweight mode), in
-//! one process, on the same bursts of real mbufs (issue 3, "Benchmark"; the fixture and
-//! what is timed are described in `benches::gro_fixture`).
+//! one process, on the same bursts of real mbufs (the fixture and what is timed are
+//! described in [`super::gro_fixture`]).
 //!
 //! Every row (pattern x flows x flush window) runs both implementations interleaved: after
 //! a warm-up, [`REPEATS`] chunks of [`SEGMENTS`] timed segments each, the two taking turns
 //! chunk by chunk (and alternating which goes first); the median chunk of each is
-//! reported, then the issue's targets and whether they are met
-//! ([`benches::gro_fixture::measure_interleaved`] says why).
+//! reported, then the benchmark's targets and whether they are met
+//! ([`super::gro_fixture::measure_interleaved`] says why).
 
 use anyhow::{Context, Result};
-use benches::gro_fixture::{
-    eal_args_with, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Memory,
-    Pattern, Receiver, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
-};
 use dpdk::{Clock, Eal, Mempool};
 use serde_json::json;
+
+use super::gro_fixture::{
+    eal_args_with, measure_interleaved, prepare_pool, Generator, Lane, Measurement, Pattern,
+    Receiver, RteGro, WeirGro, BURST, FLOW_COUNTS, FLUSH_NS,
+};
+use crate::eal_args::Memory;
 
 /// Timed chunks per (implementation, row) by default; the median is reported.
 pub const REPEATS: usize = 63;
 
-/// What to run: by default every row of the issue's table, both implementations.
+/// What to run: by default every row ([`FLOW_COUNTS`] x [`FLUSH_NS`] x both patterns), both
+/// implementations.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// One JSON object per (implementation, row) instead of the table.
@@ -338,7 +341,7 @@ fn find(rows: &[Row], pattern: Pattern, flows: u32, flush_ns: u64) -> Option<&Ro
         .find(|r| r.pattern == pattern && r.flows == flows && r.flush_ns == flush_ns)
 }
 
-/// The issue's targets, each with the figures it was judged on. Printed to stderr with
+/// The benchmark's targets, each with the figures it is judged on. Printed to stderr with
 /// `--json` so that stdout stays one object per line.
 fn print_targets(rows: &[Row], scaling: &[Scaling], json: bool) {
     const W: u64 = 100_000;

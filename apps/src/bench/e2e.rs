@@ -1,7 +1,7 @@
 //! `weir-bench e2e`: weir-gen and weir-sink in one process on two lcores, joined by a
 //! ring port pair (`rte_eth_from_rings`), no kernel and no NIC in between.
 //!
-//! The main lcore receives (weir-sink's per-core loop, [`crate::sink::run_receiver`]); the
+//! The main lcore receives (weir-sink's per-core loop, [`super::loops::run_receiver`]); the
 //! worker lcore runs the generator ([`crate::gen`]). The modes run side by side in every
 //! round, at each flow count:
 //!
@@ -55,7 +55,7 @@
 //! Receiver cycles per segment are the TSC cycles of the loop iterations that received or
 //! sent anything, divided by the frames received (weir-sink's `busy_cycles`): what the
 //! receiving core spends per segment, idle polling excluded. Rates are over the
-//! generator's data phase (first to last data segment). The target (issue 6): at 64
+//! generator's data phase (first to last data segment). The target: at 64
 //! flows, `stack` costs at most twice the cycles per segment of `drop`.
 
 use std::net::Ipv4Addr;
@@ -63,7 +63,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
-use benches::gro_fixture::{bench_eal_args, Memory};
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use serde_json::json;
 use stack::ack::AckPolicy;
@@ -75,12 +74,13 @@ use stack::tcp::TcpConfig;
 use stack::time::Duration;
 use stack::wire::LocalAddrs;
 
+use super::loops::{run_receiver, ReceiverCore, ReceiverResult, RxWork};
+use crate::eal_args::{bench_eal_args, Memory};
 use crate::gen::driver::{self, GenIo, GenReport, RunOpts};
 use crate::gen::payload::Payload;
 use crate::gen::pool::GenPool;
 use crate::gen::sender::HDR_LEN;
 use crate::gen::{GenConfig, Interleave, Sender};
-use crate::sink::{run_receiver, ReceiverCore, ReceiverResult, RxWork};
 
 pub(crate) const RX_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 pub(crate) const GEN_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);

@@ -1,0 +1,17 @@
+//! `weir-bench`'s benchmarks, each side by side with its anchor, and what they share.
+//!
+//! - [`e2e`]: weir-gen -> ring pair -> weir-sink's loop in one process, beside the
+//!   receive-and-free loops of [`loops`];
+//! - [`gro`]: weir's GRO beside DPDK's `rte_gro` on the same bursts of mbufs (the fixture
+//!   is [`gro_fixture`], shared with the criterion benches in `benches/`);
+//! - [`tcp`]: TCP receive and ACK building on in-memory buffers;
+//! - [`stages`]: ns per segment of each receive-path stage;
+//! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`.
+
+pub mod e2e;
+pub mod gro;
+pub mod gro_fixture;
+pub mod loops;
+pub mod stages;
+pub mod tap;
+pub mod tcp;
