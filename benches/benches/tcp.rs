@@ -7,13 +7,13 @@
 //! `poll_tx` run outside the measurement.
 #![allow(missing_docs, clippy::unwrap_used)]
 
-use benches::tcp_fixture::{ack_parts, Rx};
 use stack::ack::AckPolicy;
 use stack::buf::PacketBuf;
 use stack::mem::{VecBuf, VecPool};
 use stack::segment::Segment;
 use std::hint::black_box;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
+use testkit::tcp::{ack_parts, Fixture as Rx};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 

@@ -1,4 +1,4 @@
-//! Bounds under attack (issue 7 item 3), through the whole pipeline on a virtual clock:
+//! Bounds under attack, through the whole pipeline on a virtual clock:
 //! - a flood of 1,000,000 SYNs from random addresses keeps the half-open and connection
 //!   tables, the receive buffers held and the process's memory within bounds, and a
 //!   legitimate client still completes its handshake (by SYN cookie, RFC 4987 §3.6) and
@@ -10,10 +10,8 @@
 //!   still reaches TCP in order;
 //! - more connections than the table holds: each refused with a RST, counted.
 //!
-//! `Sim` (tests/support/harness.rs) checks the accounting and every bound after each burst.
+//! `Sim` (`testkit::harness`) checks the accounting and every bound after each burst.
 #![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Instant as WallClock;
 
@@ -27,9 +25,9 @@ use stack::tcp::{DropReason as T, TcpConfig};
 use stack::time::Duration;
 use stack::wire::{TcpFlags, TcpOptions, Timestamp};
 
-use support::client::Client;
-use support::frames::{self, Peer};
-use support::harness::{Bounds, Sim};
+use testkit::client::Client;
+use testkit::frames::{self, Peer};
+use testkit::harness::{Bounds, Sim};
 
 fn sim(tcp: TcpConfig, gro: Option<GroConfig>) -> Sim {
     let cfg = PipelineConfig {

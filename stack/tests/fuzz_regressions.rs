@@ -1,17 +1,15 @@
 //! Replays the fuzz inputs kept in `fuzz/regressions/<target>/` (inputs that once found a
 //! bug) and `fuzz/seeds/<target>/` (the seed corpus) through the same invariant-checking
-//! harness the fuzz targets run (`support::harness`), plus a seeded random sweep, so a
+//! harness the fuzz targets run (`testkit::harness`), plus a seeded random sweep, so a
 //! normal `cargo test` covers them without a fuzzer. See `scripts/fuzz.sh`.
 #![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use support::harness;
+use testkit::harness;
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
@@ -111,7 +109,7 @@ fn report() {
 fn write_parse_seeds() {
     use stack::wire::ipv6::ext;
     use stack::wire::{TcpFlags, TcpOptions, Timestamp};
-    use support::frames::{self, Peer};
+    use testkit::frames::{self, Peer};
 
     let dir = fuzz_dir().join("seeds/parse");
     std::fs::create_dir_all(&dir).unwrap();
@@ -147,16 +145,21 @@ fn write_parse_seeds() {
         (
             "ext6",
             frames::ip6_with_ext(
-                &p6,
                 &p6.seg(1, 2, TcpFlags::ACK),
                 b"xyz",
                 &[(ext::HOP_BY_HOP, 0), (ext::DEST_OPTS, 1)],
             ),
         ),
-        ("arp", frames::arp_request(1, frames::OUR_IP4)),
-        ("echo4", frames::echo4(1, b"ping")),
-        ("echo6", frames::echo6(1, b"ping")),
-        ("ns", frames::neighbor_solicit(1)),
+        (
+            "arp",
+            frames::arp_request(frames::peer_ip4(1), frames::OUR_IP4),
+        ),
+        ("echo4", frames::echo4(frames::peer_ip4(1), b"ping")),
+        ("echo6", frames::echo6(frames::peer_ip6(1), b"ping")),
+        (
+            "ns",
+            frames::neighbor_solicit(frames::peer_ip6(1), frames::OUR_IP6, 255),
+        ),
     ];
     for (name, f) in frames {
         for (v, tag) in [(0u8, "sw"), (4u8, "nic")] {
@@ -168,7 +171,7 @@ fn write_parse_seeds() {
 }
 
 /// `f` re-addressed as IPv6 from `p` (same TCP header and options).
-struct TcpFrame6(stack::wire::TcpFrame, support::frames::Peer);
+struct TcpFrame6(stack::wire::TcpFrame, testkit::frames::Peer);
 
 impl TcpFrame6 {
     fn to_vec(&self) -> Vec<u8> {

@@ -133,7 +133,7 @@ fn run<B: PacketBuf>(
     (el / fed as f64, st.aggregation_ratio())
 }
 
-/// Issue 3's aggregation goal for the `train` pattern: at least 40 segments per unit at
+/// The aggregation goal for the `train` pattern: at least 40 segments per unit at
 /// 256 and 4,096 flows with a 100 us window (a count, not a timing: always run).
 #[test]
 fn train_pattern_coalesces_at_least_40_segments_per_unit() {

@@ -21,18 +21,9 @@ use stack::segment::Segment;
 use stack::seq::SeqNumber;
 use stack::time::{Duration, Instant};
 use stack::wire::{
-    parse_into, DropReason, LocalAddrs, Parsed, SackBlock, TcpFlags, TcpFrame, TcpOptions,
-    Timestamp,
+    parse_into, DropReason, Parsed, SackBlock, TcpFlags, TcpFrame, TcpOptions, Timestamp,
 };
-
-const LOCAL_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const PEER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
-const LOCAL_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const LOCAL_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
-
-fn local() -> LocalAddrs {
-    LocalAddrs::new(LOCAL_MAC, Some(LOCAL_V4), Some(LOCAL_V6))
-}
+use testkit::frames::{local, OUR_IP4, OUR_IP6, OUR_MAC, PEER_MAC};
 
 /// One generated frame: which flow, and what to change from its defaults.
 #[derive(Clone, Debug)]
@@ -153,13 +144,13 @@ fn frames(steps: &[Step]) -> Vec<(VecBuf, u64, bool)> {
         let (src_ip, dst_ip): (IpAddr, IpAddr) = if s.v6 {
             (
                 Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 2, u16::from(st.flow)).into(),
-                LOCAL_V6.into(),
+                OUR_IP6.into(),
             )
         } else {
             let dst = if st.shape == 4 {
                 Ipv4Addr::new(198, 18, 0, 9)
             } else {
-                LOCAL_V4
+                OUR_IP4
             };
             (Ipv4Addr::new(198, 19, 0, st.flow + 1).into(), dst.into())
         };
@@ -179,7 +170,7 @@ fn frames(steps: &[Step]) -> Vec<(VecBuf, u64, bool)> {
         }
         let f = TcpFrame {
             src_mac: PEER_MAC,
-            dst_mac: LOCAL_MAC,
+            dst_mac: OUR_MAC,
             vlan: (st.shape == 1).then_some(7),
             src_ip,
             dst_ip,

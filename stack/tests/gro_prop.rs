@@ -1,4 +1,4 @@
-//! GRO property test on a virtual clock (DESIGN.md "GRO", issue 3 "Tests").
+//! GRO property test on a virtual clock (the GRO rules: docs/architecture.md).
 //!
 //! Any interleaving of up to 64 flows (IPv4 and IPv6), random segment sizes, PSH/FIN/SYN/RST
 //! placement, pure ACKs, ACK and TSval changes, reordering (holes filled later) and
@@ -39,9 +39,9 @@ fn flow_key(i: u16) -> FlowKey {
         )
     } else {
         FlowKey::v4(
-            Ipv4Addr::new(203, 0, 113, i as u8),
+            Ipv4Addr::new(198, 18, 2, i as u8),
             30_000 + i,
-            Ipv4Addr::new(198, 51, 100, 1),
+            Ipv4Addr::new(198, 18, 0, 1),
             443,
         )
     }

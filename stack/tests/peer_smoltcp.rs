@@ -8,7 +8,6 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
-use std::net::Ipv4Addr;
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
@@ -26,12 +25,7 @@ use stack::tcp::{ConnId, Event, Tcp, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::emit::emit_arp_reply;
 use stack::wire::parse::{parse, LocalAddrs, Parsed};
-
-const WEIR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const PEER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
-const WEIR_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const PEER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
-const PORT: u16 = 5001;
+use testkit::frames::{OUR_IP4, OUR_MAC, PEER_IP4, PEER_MAC, PORT};
 
 thread_local! {
     /// The virtual clock in ms, for smoltcp's TSval generator (a plain `fn`).
@@ -142,7 +136,7 @@ fn run_seed(
     icfg.random_seed = seed;
     let mut iface = Interface::new(icfg, &mut dev, sn(now_ns));
     iface.update_ip_addrs(|a| {
-        let _ = a.push(IpCidr::new(IpAddress::Ipv4(PEER_IP), 24));
+        let _ = a.push(IpCidr::new(IpAddress::Ipv4(PEER_IP4), 24));
     });
     let mut sockets = SocketSet::new(vec![]);
     let mut senders = Vec::new();
@@ -158,7 +152,7 @@ fn run_seed(
         let sock = sockets.get_mut::<tcp::Socket>(h);
         sock.connect(
             iface.context(),
-            (IpAddress::Ipv4(WEIR_IP), PORT),
+            (IpAddress::Ipv4(OUR_IP4), PORT),
             49152 + i as u16,
         )
         .expect("connect");
@@ -183,7 +177,7 @@ fn run_seed(
     });
     tcp.listen(PORT, policy).expect("listen");
     let mut gro: Gro<VecBuf> = Gro::new(GroConfig::default());
-    let local = LocalAddrs::new(WEIR_MAC, Some(WEIR_IP), None);
+    let local = LocalAddrs::new(OUR_MAC, Some(OUR_IP4), None);
     let mut rx_pool = VecPool::new(1 << 20, 2048);
     let mut tx_pool = VecPool::new(4096, 2048);
     let mut received: HashMap<u16, Vec<u8>> = HashMap::new();
@@ -268,7 +262,7 @@ fn run_seed(
                 }
                 Parsed::ArpRequest(req) => {
                     let mut b = vec![0u8; 64];
-                    let l = emit_arp_reply(&req, WEIR_MAC, &mut b);
+                    let l = emit_arp_reply(&req, OUR_MAC, &mut b);
                     b.truncate(l);
                     to_peer.push(now, b);
                 }

@@ -1,7 +1,7 @@
 //! The pipeline on the in-memory driver: a scripted peer performs ARP, ping and a TCP
 //! transfer, and the replies, ACK counts and delivered bytes are checked.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 use stack::ack::{AckPolicy, AckReason};
 use stack::buf::PacketBuf;
@@ -13,16 +13,13 @@ use stack::seq::SeqNumber;
 use stack::tcp::{Event, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::{parse, LocalAddrs, Parsed, TcpFlags, TcpFrame, TcpOptions, Timestamp};
+use testkit::frames::{OUR_IP4, OUR_MAC, PEER_IP4, PEER_MAC};
 
-const WEIR_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
-const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
-const WEIR_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
-const PEER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 const MSS: usize = 1448;
 
 fn pipeline(gro: Option<GroConfig>) -> Pipeline<VecBuf> {
     Pipeline::new(PipelineConfig {
-        local: LocalAddrs::new(WEIR_MAC, Some(WEIR_IP), None),
+        local: LocalAddrs::new(OUR_MAC, Some(OUR_IP4), None),
         gro,
         tcp: TcpConfig {
             rcv_buf: 4 << 20,
@@ -38,7 +35,7 @@ fn pipeline(gro: Option<GroConfig>) -> Pipeline<VecBuf> {
 fn sent(p: &mut Pipeline<VecBuf>, pool: &mut VecPool, now: Instant) -> Vec<Parsed> {
     let mut out = Burst::new();
     p.poll_tx(now, pool, &mut out);
-    let peer = LocalAddrs::new(PEER_MAC, Some(PEER_IP), None);
+    let peer = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), None);
     out.iter()
         .map(|b| parse(b.data(), Default::default(), &peer))
         .collect()
@@ -60,9 +57,9 @@ fn frame(seq: u32, ack: u32, flags: TcpFlags, payload: &[u8], tsval: u32) -> Vec
 fn frame_opts(seq: u32, ack: u32, flags: TcpFlags, payload: &[u8], opts: TcpOptions) -> VecBuf {
     let f = TcpFrame {
         src_mac: PEER_MAC,
-        dst_mac: WEIR_MAC,
-        src_ip: IpAddr::V4(PEER_IP),
-        dst_ip: IpAddr::V4(WEIR_IP),
+        dst_mac: OUR_MAC,
+        src_ip: IpAddr::V4(PEER_IP4),
+        dst_ip: IpAddr::V4(OUR_IP4),
         sport: 40000,
         dport: 5001,
         seq: SeqNumber(seq),
@@ -166,9 +163,9 @@ fn answers_arp_requests_for_its_address() {
     arp.extend_from_slice(&PEER_MAC);
     arp.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
     arp.extend_from_slice(&PEER_MAC);
-    arp.extend_from_slice(&PEER_IP.octets());
+    arp.extend_from_slice(&PEER_IP4.octets());
     arp.extend_from_slice(&[0; 6]);
-    arp.extend_from_slice(&WEIR_IP.octets());
+    arp.extend_from_slice(&OUR_IP4.octets());
     arp.resize(60, 0);
     let mut b = Burst::new();
     b.push(VecBuf::from_vec(arp));
@@ -179,7 +176,7 @@ fn answers_arp_requests_for_its_address() {
     assert_eq!(&r[0..6], &PEER_MAC, "reply goes to the requester");
     assert_eq!(&r[12..14], &[0x08, 0x06]);
     assert_eq!(&r[20..22], &[0, 2], "ARP reply opcode");
-    assert_eq!(&r[22..28], &WEIR_MAC);
+    assert_eq!(&r[22..28], &OUR_MAC);
     assert_eq!(p.stats().pipeline.arp_replies, 1);
     assert_eq!(pool.in_use(), 1);
     drop(out);

@@ -1,18 +1,16 @@
 //! CLOSE-WAIT, LAST-ACK, FIN-WAIT, TIME-WAIT and RST (RFC 9293 §3.6, §3.10.4, §3.10.7.4).
 
-mod tcp_fixture;
-
 use stack::ack::{AckPolicy, AckReason};
 use stack::tcp::{Event, State, TcpConfig};
 use stack::time::Duration;
 use stack::wire::TcpFlags;
-use tcp_fixture::*;
+use testkit::tcp::*;
 
 /// RFC 9293 §3.6 passive close: FIN -> CLOSE-WAIT (FIN ACKed), application close -> our
 /// FIN -> LAST-ACK -> CLOSED when it is ACKed.
 #[test]
 fn passive_close_rfc9293_3_6() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.handshake(SynOpts::all());
     h.data(3000, 1000, false);
     let _ = h.tx();
@@ -52,7 +50,7 @@ fn fin_retransmitted_then_reset() {
         fin_retries: 2,
         ..cfg()
     };
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     h.handshake(SynOpts::all());
     let s = h.seg(h.snd_nxt, TcpFlags::ACK | TcpFlags::FIN, 0, 0);
     h.send(s);
@@ -77,7 +75,7 @@ fn fin_retransmitted_then_reset() {
 /// unacceptable segment gets an ACK).
 #[test]
 fn retransmitted_fin_is_reacked() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.handshake(SynOpts::all());
     let fin = h.snd_nxt;
     let s = h.seg(fin, TcpFlags::ACK | TcpFlags::FIN, 0, 0);
@@ -93,7 +91,7 @@ fn retransmitted_fin_is_reacked() {
 /// A FIN that arrives out of order is held until the gap fills.
 #[test]
 fn out_of_order_fin() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.handshake(SynOpts::all());
     let base = h.snd_nxt;
     let s = h.seg(base + 1000, TcpFlags::ACK | TcpFlags::FIN, 1000, 1000);
@@ -114,7 +112,7 @@ fn active_close_through_time_wait() {
         time_wait: Duration::from_secs(1),
         ..cfg()
     };
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     h.handshake(SynOpts::all());
     let id = h.id();
     h.tcp.close(h.now, id).expect("close");
@@ -136,7 +134,7 @@ fn active_close_through_time_wait() {
 /// RFC 2525 §2.17 (Linux `tcp_close`): closing with unread data sends RST.
 #[test]
 fn close_with_unread_data_resets_rfc2525() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.handshake(SynOpts::all());
     h.data(100, 100, false);
     let _ = h.tx();

@@ -1,17 +1,15 @@
 //! ESTABLISHED: in-order and out-of-order receive, SACK/D-SACK, PAWS, RFC 5961, the window,
 //! and the ACK policy (Linux `tcp_input.c`, RFC 5681 §4.2). Each test names what it checks.
 
-mod tcp_fixture;
-
 use stack::ack::{AckPolicy, AckReason};
 use stack::seq::SeqNumber;
 use stack::tcp::{DropReason, Event, TcpConfig};
 use stack::time::Duration;
 use stack::wire::{SackBlock, TcpFlags};
-use tcp_fixture::*;
+use testkit::tcp::*;
 
-fn established(policy: AckPolicy) -> H {
-    let mut h = H::new(policy);
+fn established(policy: AckPolicy) -> Fixture {
+    let mut h = Fixture::listening(policy);
     h.handshake(SynOpts::all());
     h
 }
@@ -334,7 +332,7 @@ fn challenge_ack_for_in_window_syn_rfc5961_4_2() {
 fn challenge_ack_for_bad_ack_and_rate_limit_rfc5961_5_2_and_7() {
     let mut cfg = cfg();
     cfg.challenge_ack_limit = 2;
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     h.handshake(SynOpts::all());
     h.our_nxt += 1000;
     for _ in 0..3 {
@@ -376,7 +374,7 @@ fn dsack_for_duplicate_rfc2883_4_1_1() {
 /// RFC 9293 §3.4 / RFC 1982: sequence numbers across the 2^32 wrap, in and out of order.
 #[test]
 fn sequence_wrap_rfc9293_3_4() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.snd_nxt = SeqNumber(u32::MAX - 5000);
     h.handshake(SynOpts::all());
     let base = h.snd_nxt;
@@ -407,7 +405,7 @@ fn ooo_limit_drops_and_counts() {
         ooo_conn_bytes: 3000,
         ..cfg()
     };
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     h.handshake(SynOpts::all());
     let base = h.snd_nxt;
     h.data_at(base + 1000, 2000, 1000);
@@ -437,7 +435,7 @@ fn poll_tx_respects_burst_capacity() {
         max_conns: 2 * full,
         ..cfg()
     };
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     let mut ids = Vec::new();
     for p in 0..(full + 6) as u16 {
         h.flow.sport = 1000 + p;
@@ -539,7 +537,7 @@ fn ack_queue_overflow_merges_oldest_and_counts() {
         ack_queue: 4,
         ..cfg()
     };
-    let mut h = H::with_cfg(cfg, AckPolicy::every(1));
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::every(1));
     h.handshake(SynOpts::all());
     let base = h.snd_nxt;
     for _ in 0..10 {
@@ -611,7 +609,7 @@ fn paws_and_ts_recent_use_first_tsval_of_coalesced_run_rfc7323_4_3_and_5_3() {
 /// connection opened) fire nothing.
 #[test]
 fn delayed_ack_timers_of_many_connections_fire_at_their_deadlines() {
-    let mut h = H::with_cfg(cfg(), AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg(), AckPolicy::linux());
     let mut peers = Vec::new();
     for p in 0..60u16 {
         h.flow.sport = 2000 + p;

@@ -1,20 +1,18 @@
 //! LISTEN and SYN-RECEIVED: passive open, option negotiation, SYN cookies, RSTs for
 //! segments that reach no connection. Each test names the section it checks.
 
-mod tcp_fixture;
-
 use stack::ack::{AckPolicy, AckReason};
 use stack::seq::SeqNumber;
 use stack::tcp::{DropReason, Event, State};
 use stack::time::Duration;
 use stack::wire::TcpFlags;
-use tcp_fixture::*;
+use testkit::tcp::*;
 
 /// RFC 9293 §3.10.7.2 (LISTEN, SYN) + RFC 7323 §2.2/§3.2 + RFC 2018 §2: the SYN-ACK carries
 /// MSS, window scale, SACK-permitted and timestamps when the peer offered them.
 #[test]
 fn synack_with_every_option_rfc9293_3_10_7_2() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     let sa = h.handshake(SynOpts::all());
     assert_eq!(sa.opts.mss, Some(1460));
     assert_eq!(sa.opts.wscale, Some(3), "256 KiB buffer needs shift 3");
@@ -34,7 +32,7 @@ fn synack_with_every_option_rfc9293_3_10_7_2() {
 /// RFC 7323 §1.3/§2.2, RFC 2018 §2: no option is sent that the peer did not offer.
 #[test]
 fn synack_without_options_rfc7323_2_2() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     let sa = h.handshake(SynOpts::none());
     assert_eq!(
         sa.opts.mss,
@@ -86,7 +84,7 @@ fn each_option_alone() {
             true,
         ),
     ] {
-        let mut h = H::new(AckPolicy::linux());
+        let mut h = Fixture::listening(AckPolicy::linux());
         let sa = h.handshake(o);
         assert_eq!(sa.opts.wscale.is_some(), ws);
         assert_eq!(sa.opts.sack_permitted, sack);
@@ -98,7 +96,7 @@ fn each_option_alone() {
 /// with ACK, <SEQ=SEG.ACK><CTL=RST>; without, <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
 #[test]
 fn rst_for_closed_port_rfc9293_3_10_7_1() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.flow.dport = 9999;
     h.our_nxt = SeqNumber(777);
     let s = h.seg(SeqNumber(100), TcpFlags::ACK, 10, 10);
@@ -122,7 +120,7 @@ fn rst_for_closed_port_rfc9293_3_10_7_1() {
 /// RFC 9293 §3.10.7.2: an ACK to a listener (no SYN cookie outstanding) gets a RST.
 #[test]
 fn ack_to_listener_gets_rst_rfc9293_3_10_7_2() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.our_nxt = SeqNumber(4242);
     let s = h.seg(SeqNumber(1), TcpFlags::ACK, 0, 0);
     h.send(s);
@@ -137,7 +135,7 @@ fn ack_to_listener_gets_rst_rfc9293_3_10_7_2() {
 /// <SEQ=SEG.ACK><CTL=RST>; the half-open entry stays.
 #[test]
 fn bad_handshake_ack_gets_rst() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     let syn = h.syn(SynOpts::all());
     h.send(syn);
     let sa = h.tx()[0];
@@ -157,7 +155,7 @@ fn bad_handshake_ack_gets_rst() {
 fn synack_retransmitted_on_timer() {
     let mut cfg = cfg();
     cfg.synack_retries = 2;
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     let syn = h.syn(SynOpts::all());
     h.send(syn);
     assert_eq!(h.tx().len(), 1);
@@ -179,7 +177,7 @@ fn synack_retransmitted_on_timer() {
 /// A retransmitted SYN in SYN-RECEIVED is answered with the same SYN-ACK.
 #[test]
 fn duplicate_syn_resends_synack() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     let syn = h.syn(SynOpts::all());
     h.send(syn);
     let a = h.tx()[0];
@@ -197,7 +195,7 @@ fn duplicate_syn_resends_synack() {
 fn syn_cookies_when_half_open_full_rfc4987() {
     let mut cfg = cfg();
     cfg.max_half_open = 2;
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     for p in 0..2u16 {
         let mut s = h.syn(SynOpts::all());
         s.flow.sport = 1000 + p;
@@ -240,7 +238,7 @@ fn syn_cookies_when_half_open_full_rfc4987() {
 fn syn_cookie_without_timestamps_drops_wscale_and_sack() {
     let mut cfg = cfg();
     cfg.max_half_open = 1;
-    let mut h = H::with_cfg(cfg, AckPolicy::linux());
+    let mut h = Fixture::with_cfg(cfg, AckPolicy::linux());
     let mut s = h.syn(SynOpts::all());
     s.flow.sport = 1;
     h.send(s);
@@ -264,7 +262,7 @@ fn syn_cookie_without_timestamps_drops_wscale_and_sack() {
 /// IPv6 listener: same port serves both families; the SYN-ACK MSS is MTU - 60.
 #[test]
 fn ipv6_handshake() {
-    let mut h = H::new(AckPolicy::linux());
+    let mut h = Fixture::listening(AckPolicy::linux());
     h.flow = stack::flow::FlowKey::v6(
         "2001:db8::2".parse().expect("addr"),
         40000,

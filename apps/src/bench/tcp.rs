@@ -11,13 +11,13 @@
 //!
 //! Each measurement runs many iterations, is repeated 5 times, and the median is printed.
 
-use benches::tcp_fixture::{ack_parts, Rx};
 use stack::ack::AckPolicy;
 use stack::buf::PacketBuf;
 use stack::mem::{VecBuf, VecPool};
 use stack::segment::Segment;
 use std::hint::black_box;
 use std::time::Instant as StdInstant;
+use testkit::tcp::{ack_parts, Fixture as Rx};
 
 /// Wire segments per burst: one 64 KiB run of 1448-byte segments.
 const BURST: u16 = 45;

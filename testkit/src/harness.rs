@@ -1,5 +1,5 @@
 //! The fuzz harnesses, with their invariants. The fuzz targets in `fuzz/` call
-//! [`parse_one`] and [`pipeline`] on libFuzzer's bytes; `tests/fuzz_regressions.rs`
+//! [`parse_one`] and [`pipeline`] on libFuzzer's bytes; `stack/tests/fuzz_regressions.rs`
 //! replays the kept inputs (and a seeded random sweep) through the same functions, so a
 //! crash found by fuzzing is a failing `cargo test` until it is fixed.
 //!
@@ -34,7 +34,7 @@ use stack::tcp::{ConnId, Event, State, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::{parse, parse_into, Parsed, TcpFlags, TcpMeta, TcpOptions, Timestamp};
 
-use super::frames::{self, local, Peer, CLOSED_PORT};
+use crate::frames::{self, local, Peer, CLOSED_PORT};
 
 /// Replies the pipeline may hold (its private `CTL_QUEUE`): each echo request keeps its
 /// buffer until the reply is built.
@@ -150,17 +150,27 @@ pub struct GroKnobs {
 /// The limits a run must stay within.
 #[derive(Clone, Debug)]
 pub struct Bounds {
+    /// Connections.
     pub max_conns: usize,
+    /// Half-open entries.
     pub max_half_open: usize,
+    /// Out-of-order bytes per connection.
     pub ooo_conn: u32,
+    /// Out-of-order bytes per core.
     pub ooo_core: usize,
+    /// Out-of-order slices per core.
     pub ooo_slices: usize,
+    /// Receive-queue slices per connection.
     pub rxq_slices: usize,
+    /// GRO runs held (0 without GRO).
     pub gro_flows: usize,
+    /// Segments per GRO run.
     pub gro_segs: usize,
+    /// GRO's `flush_ns`.
     pub flush: Duration,
     /// GRO's `busy_hold_ns`: how long runs may be held while bursts come back full.
     pub busy_hold: Duration,
+    /// Transmit buffers.
     pub tx_pool: usize,
 }
 
@@ -258,10 +268,15 @@ pub struct Track {
 /// A pipeline on a virtual clock with a NIC-like receive pool, the application's side
 /// (events, reads, closes) and the invariant checks.
 pub struct Sim {
+    /// The pipeline under test.
     pub p: Pipeline<VecBuf>,
+    /// The bounds it must keep.
     pub b: Bounds,
+    /// The pool received frames are adopted into, as a NIC's mempool.
     pub rx_pool: VecPool,
+    /// The pool `poll_tx` builds from.
     pub tx_pool: VecPool,
+    /// The virtual clock.
     pub now: Instant,
     burst: Burst<VecBuf>,
     /// Live connections, in the order they opened.
@@ -291,10 +306,15 @@ pub struct Sim {
 /// Largest table sizes and buffer counts seen.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Peak {
+    /// Connections.
     pub conns: usize,
+    /// Half-open entries.
     pub half_open: usize,
+    /// Out-of-order bytes on the core.
     pub ooo_bytes: usize,
+    /// GRO runs held.
     pub gro_runs: usize,
+    /// Receive buffers in use.
     pub rx_in_use: usize,
 }
 
@@ -553,16 +573,29 @@ impl Sim {
 #[derive(Arbitrary, Debug)]
 pub enum Input {
     /// Anything goes, from up to six peers.
-    Chaos { knobs: Knobs, ops: Vec<Op> },
+    Chaos {
+        /// The configuration.
+        knobs: Knobs,
+        /// The steps.
+        ops: Vec<Op>,
+    },
     /// One correct sender (plus noise from other peers): delivery must be exact.
-    Honest { knobs: Knobs, spec: HonestSpec },
+    Honest {
+        /// The configuration.
+        knobs: Knobs,
+        /// The sender.
+        spec: HonestSpec,
+    },
 }
 
 /// How far the clock moves.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum Delay {
+    /// Microseconds.
     Micros(u16),
+    /// Milliseconds.
     Millis(u16),
+    /// Seconds.
     Secs(u8),
 }
 
@@ -578,6 +611,7 @@ impl Delay {
 
 /// One step of a chaos run.
 #[derive(Arbitrary, Debug)]
+#[allow(missing_docs)] // the variants' fields are the fuzzer's choices, named for what they pick
 pub enum Op {
     /// A well-formed segment with arbitrary fields.
     Seg(SegSpec),
@@ -646,28 +680,41 @@ pub struct SegSpec {
 /// The sequence number, relative to what weir expects or absolute.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum SeqSel {
+    /// Near what weir expects.
     Next(i16),
+    /// Anywhere relative to what weir expects.
     Far(i32),
+    /// Absolute.
     Abs(u32),
 }
 
 /// The acknowledgment number, relative to weir's next sequence number or absolute.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum AckSel {
+    /// Near weir's next sequence number.
     Ours(i8),
+    /// Absolute.
     Abs(u32),
 }
 
 /// The flags.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum FlagSel {
+    /// SYN.
     Syn,
+    /// ACK.
     Ack,
+    /// ACK+PSH.
     AckPsh,
+    /// ACK+FIN.
     AckFin,
+    /// RST.
     Rst,
+    /// RST+ACK.
     RstAck,
+    /// SYN+ACK.
     SynAck,
+    /// Any flags byte.
     Raw(u8),
 }
 
@@ -699,11 +746,13 @@ pub struct OptSpec {
 /// The timestamp option.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum TsSel {
+    /// No timestamp option.
     None,
     /// The peer's clock now, echoing weir's last TSval.
     Fresh,
     /// The peer's clock shifted by this much.
     Shifted(i32),
+    /// This TSval and TSecr.
     Abs(u32, u32),
 }
 
@@ -816,21 +865,21 @@ impl Sim {
             }
             Op::Raw { bytes, verdict: v } => self.rx(bytes.clone(), verdict(*v)),
             Op::Arp(i) => self.rx(
-                frames::arp_request(u32::from(*i % 6), frames::OUR_IP4),
+                frames::arp_request(frames::peer_ip4(u32::from(*i % 6)), frames::OUR_IP4),
                 RxChecksum::default(),
             ),
             Op::Ping { peer, v6, len } => {
                 let data = vec![0x5a; usize::from(*len)];
                 let i = u32::from(*peer % 6);
                 let f = if *v6 {
-                    frames::echo6(i, &data)
+                    frames::echo6(frames::peer_ip6(i), &data)
                 } else {
-                    frames::echo4(i, &data)
+                    frames::echo4(frames::peer_ip4(i), &data)
                 };
                 self.rx(f, RxChecksum::default());
             }
             Op::Solicit(i) => self.rx(
-                frames::neighbor_solicit(u32::from(*i % 6)),
+                frames::neighbor_solicit(frames::peer_ip6(u32::from(*i % 6)), frames::OUR_IP6, 255),
                 RxChecksum::default(),
             ),
             Op::EndBurst => self.run_burst(),
@@ -970,6 +1019,7 @@ pub struct HonestSpec {
 
 /// One step of the honest sender (or of the network between it and weir).
 #[derive(Arbitrary, Debug)]
+#[allow(missing_docs)] // the variants' fields are the fuzzer's choices, named for what they pick
 pub enum HOp {
     /// Send the next new segment (within the window weir offered).
     Send { len: u16, psh: bool },

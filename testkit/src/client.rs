@@ -7,13 +7,15 @@ use stack::seq::SeqNumber;
 use stack::tcp::ConnId;
 use stack::wire::{TcpFlags, TcpFrame, TcpOptions, Timestamp};
 
-use super::frames::{self, Peer};
-use super::harness::Sim;
+use crate::frames::{self, Peer};
+use crate::harness::Sim;
 
 /// One client connection as the peer sees it.
 #[derive(Clone, Debug)]
 pub struct Client {
+    /// Who it is.
     pub peer: Peer,
+    /// Its flow as weir sees it.
     pub flow: FlowKey,
     /// The sequence number of stream byte 0 (ISN + 1).
     pub base: SeqNumber,
@@ -21,8 +23,11 @@ pub struct Client {
     pub our_nxt: SeqNumber,
     /// Stream bytes sent so far.
     pub sent: u64,
+    /// Whether it sends timestamps.
     pub ts: bool,
+    /// The connection weir opened for it.
     pub id: ConnId,
+    /// Its stream's seed ([`frames::stream_byte`]).
     pub seed: u8,
 }
 
