@@ -6,8 +6,8 @@
 # Needs root (apt, network namespaces and the net_tap tests) on Debian 12; works without a
 # NIC or hugepages: every DPDK test uses --no-pci --no-huge and a unique --file-prefix.
 #
-# Adding a step (later issues): append a `step "name" command args...` line in the
-# "Steps" section. A step is any command; its exit status decides PASS/FAIL.
+# Adding a step: append a `step "name" command args...` line in the "Steps" section; name
+# it after what it checks. A step is any command; its exit status decides PASS/FAIL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,13 +81,14 @@ fi
 # ---- Steps (append new ones at the end of this list) ----
 step "stack has no DPDK dependency" stack_has_no_dpdk
 step "rustfmt (workspace, --check)" cargo fmt --all -- --check
+step "repository paths named in comments, docs and scripts exist" scripts/check-paths.sh
 step "clippy (workspace, all targets, -D warnings)" \
   cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test --workspace" cargo test --workspace --no-fail-fast
-step "e2e: weir-sink vs the kernel's TCP over net_tap (issue 5)" scripts/e2e/tap.sh
-step "e2e: operability: --pcap, --metrics, --config, logs (issue 8)" scripts/e2e/ops.sh
-step "e2e: faults injected between the tap and the pipeline (issue 7)" scripts/e2e/faults.sh
-step "e2e: weir-gen sending to the kernel's TCP over net_tap (issue 6)" scripts/e2e/gen.sh
+step "e2e: weir-sink receiving the kernel's TCP over net_tap (GRO on/off, IPv6)" scripts/e2e/tap.sh
+step "e2e: operability: --pcap, --metrics, --config, logs" scripts/e2e/ops.sh
+step "e2e: loss, reordering, duplication, corruption from the impairment stage" scripts/e2e/faults.sh
+step "e2e: weir-gen sending to the kernel's TCP over net_tap" scripts/e2e/gen.sh
 
 summary
 exit $failed

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults with a real sender (issue 7): weir's seeded impairment stage between the tap and
+# Faults with a real sender: weir's seeded impairment stage between the tap and
 # the pipeline, the Linux kernel as the TCP sender. With 1% loss, 5% reordering and 1%
 # duplication a 200 MB socat transfer must arrive intact, with SACK (out-of-order) and
 # duplicate ACKs at work; with corruption added, every damaged frame is caught by a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# weir-gen as the sender, the Linux kernel's TCP as the receiver (issue 6): the weir-gen
+# weir-gen as the sender, the Linux kernel's TCP as the receiver: the weir-gen
 # binary on DPDK's net_tap in a fresh network namespace, socat listening in the kernel,
 # once with the payload shared by reference (the default) and once copied. Every flow's
 # bytes must reach the kernel intact (socat's SHA-256 of each connection equals the stream

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end tests of weir-sink against the Linux kernel's TCP over net_tap (issue 5).
+# End-to-end tests of weir-sink against the Linux kernel's TCP over net_tap: bulk iperf and
+# socat transfers with GRO on, GRO off against on for two ACK policies, IPv6, and bad
+# start-up input.
 #
 # Each case starts weir-sink (release build) in a fresh network namespace, drives it from
 # the kernel in that namespace with iperf and socat, stops it with SIGINT and checks its

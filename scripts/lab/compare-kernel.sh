@@ -3,7 +3,7 @@
 # MTU 1500, TSO/GSO off on the sender so the receiver sees MSS-sized segments, GRO on at
 # the receiver) against weir-gen -> weir-sink (`weir-bench e2e`, stack mode, ring pair)
 # on the same 2 cores, at the same flow counts (iperf -P N against N flows; FLOW_COUNTS,
-# default "1 64"). Prints both segment rates and their ratio (issue 6 target: >= 10x).
+# default "1 64"). Prints both segment rates and their ratio (the target: weir >= 10x Linux).
 # GRO_FLUSH_NS sets weir's GRO window (default weir-sink's 20 us); GRO_BUSY_HOLD_NS its
 # hold while the receive queue is backlogged (weir-sink's --gro-busy-hold-ns; default off).
 # ROUNDS (default 3) rounds, each one weir-bench e2e round (3 s per flow count) and then

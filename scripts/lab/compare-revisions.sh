@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare-revisions.sh A B: which receive-path stage got slower between two git revisions
-# (field report 003, docs/reference/field-reports.md: find the stage first, then bisect
-# only that).
+# (field report 003 in docs/reference/field-reports.md: find the stage first, then bisect
+# only that stage's history).
 #
 # Each revision is checked out into its own temporary worktree (git worktree add --detach)
 # and `weir-bench` is built there in release, with a target directory per commit (kept in
@@ -49,11 +49,11 @@ B=$(git -C "$REPO" rev-parse --verify --quiet "$2^{commit}") || { echo "not a re
 # for minutes and then fail with clap's "unrecognized subcommand".
 for r in "$A_NAME:$A" "$B_NAME:$B"; do
     name=${r%:*} rev=${r##*:}
-    # The stages benchmark is apps::bench_stages from commit 7694e85, apps::bench::stages
-    # (apps/src/bench/stages.rs) later.
-    if ! git -C "$REPO" show "$rev:apps/src/bin/weir-bench.rs" 2>/dev/null | grep -qE 'bench(_|::)stages::run'; then
+    # The subcommand's entry point, wherever the revision keeps it (`bench_stages::run`
+    # before the programs were laid out by directory, `stages::run` after).
+    if ! git -C "$REPO" grep -qE '(bench_)?stages::run' "$rev" -- apps/src 2>/dev/null; then
         echo "compare-revisions: $name (${rev:0:12}) has no 'weir-bench stages' (it predates" \
-            "commit 7694e85): pick a later revision" >&2
+            "the subcommand, added in commit 7694e85): pick a later revision" >&2
         exit 1
     fi
 done
