@@ -1,7 +1,7 @@
 //! DPDK's own GRO library (`rte_gro`), TCP/IPv4 in heavyweight mode: the anchor weir's
 //! GRO (`stack::gro`) is benchmarked against, side by side in one process.
 //!
-//! Read first: `shared/reference/prior-art.md` §1 (DPDK 22.11's `lib/gro`): a context
+//! Read first: `docs/reference/prior-art.md` §1 (DPDK 22.11's `lib/gro`): a context
 //! holds a table of `max_flow_num * max_item_per_flow` items (its flow array has as many
 //! slots, scanned linearly); [`GroCtx::reassemble`] merges what it can and keeps it;
 //! [`GroCtx::timeout_flush`] hands back every item older than a timeout **in TSC cycles**

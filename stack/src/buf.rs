@@ -116,7 +116,8 @@ pub trait PacketBuf {
     /// lines (`rte_pktmbuf_free_bulk` reads the reference count and pool in the first,
     /// the next-segment pointer in the second). GRO calls it on the buffers it gathers
     /// for one bulk free: a run flushed by its timer has sat long enough for them to
-    /// leave L1 (issue 3: 4,096 flows at a 100 µs window, about 3% per segment).
+    /// leave L1 (measured at 4,096 flows and a 100 µs window: about 3% per segment;
+    /// docs/decisions/prefetches.md).
     #[inline(always)]
     fn prefetch_for_free(&self) {}
 }

@@ -13,7 +13,7 @@ use crate::buf::PacketBuf;
 /// NAPI's weight of 64: the loop's per-iteration work (the receive call, the GRO flush
 /// check, timers, the ACK transmit, the clock read) is shared by up to 4x the frames, and
 /// on a backlogged queue with many flows interleaved each flow has several segments in
-/// one burst for GRO to merge. `weir-bench e2e` (docs/PLAN.md, session 11): 64 -> 128 ->
+/// one burst for GRO to merge. `weir-bench e2e` (docs/decisions/burst-size.md): 64 -> 128 ->
 /// 256 raised the 64-flow rate at every step, about 20% in all, and the 1-flow rate about
 /// 10%. A burst that comes back full means the queue is backlogged
 /// (`GroConfig::busy_hold_ns`).

@@ -1,7 +1,7 @@
 //! A seeded, reproducible network impairment: loss, duplication, reordering and delay.
 //!
-//! This kernel has no netem, so weir injects its own faults (DESIGN.md, "Running DPDK here
-//! and in CI"). [`Impairment`] is generic over the frame type: tests pass `Vec<u8>` or
+//! This kernel has no netem, so weir injects its own faults (docs/architecture.md, "Running
+//! DPDK here"; docs/decisions/impairment.md). [`Impairment`] is generic over the frame type: tests pass `Vec<u8>` or
 //! buffers, weir-sink can pass mbufs. Same seed, same inputs, same outputs: every failure
 //! replays from its seed. The random source is [`Rng`] (splitmix64), written here so the
 //! stack needs no RNG crate.

@@ -10,7 +10,7 @@
 //!
 //! Read first: RFC 9293 (TCP), RFC 5681 §4.2 (ACK generation), RFC 7323 (timestamps,
 //! window scale), RFC 2018 (SACK), RFC 5961 (blind attacks), and Linux's
-//! `net/ipv4/tcp_offload.c` and `net/ipv4/tcp_input.c` (see `../shared/reference/`).
+//! `net/ipv4/tcp_offload.c` and `net/ipv4/tcp_input.c` (see `docs/reference/linux-receive-path.md`).
 #![forbid(unsafe_code)]
 
 pub mod ack;

@@ -10,7 +10,7 @@
 //! `&mut Segment` to its consumer, which takes the payload slices it keeps (TCP drains
 //! them into its receive queue); whatever the consumer leaves in `payload` is freed when
 //! the call returns. Moving a `Segment` per unit costs a copy of every slot, which at one
-//! segment per unit was GRO's largest cost (issue 3).
+//! segment per unit was GRO's largest cost (docs/decisions/segment-by-reference.md).
 
 use crate::buf::{PayloadChain, PayloadSlice};
 use crate::flow::FlowKey;
