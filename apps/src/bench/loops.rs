@@ -18,6 +18,7 @@ use stack::driver::Burst;
 use stack::pipeline::{Pipeline, PipelineConfig, DESC_AHEAD, PREFETCH_AHEAD};
 use stack::stats::{PipelineStats, Stats};
 use stack::time::Instant;
+use stack::wire::fast;
 
 use crate::report::DigestRecord;
 use crate::sink::core_loop::{run_core, CoreCtx, RxHandler, Stack};
@@ -152,6 +153,6 @@ fn read_headers(rx: &Burst<Mbuf>) {
             ahead.prefetch_data();
         }
         let d = b.data();
-        std::hint::black_box((d.first().copied(), d.get(65).copied()));
+        std::hint::black_box((d.first().copied(), d.get(fast::HEADER_LEN - 1).copied()));
     }
 }

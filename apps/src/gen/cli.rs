@@ -363,7 +363,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         .with_context(|| format!("starting port {port_id}"))?;
     cfg.src_mac = port.mac()?;
     let off = port.offloads();
-    cfg.tx_csum_offload = off.tx_tcp_cksum() && off.tx_ipv4_cksum();
+    cfg.tx_csum_offload = port.tx_csum_caps().ipv4_tcp();
     let gen_pool = match (off.tx_multi_segs(), args.copy_payload) {
         (true, false) => shared_pool(&eal, pool.for_port(port_id), args.mbufs, &cfg)?,
         _ => None,

@@ -26,6 +26,7 @@ use stack::flow::NO_VLAN;
 use stack::seq::SeqNumber;
 use stack::time::{Duration, Instant};
 use stack::wire::ethernet::{self, ethertype};
+use stack::wire::fast;
 use stack::wire::{
     arp, checksum, emit_arp_reply, ipv4, tcp, ArpRequest, TcpFlags, TcpFrame, TcpOptions, Timestamp,
 };
@@ -47,13 +48,14 @@ pub const TIMER_SCAN: usize = 256;
 /// needs checking (the profile showed the scan at 13% of the generator's cycles).
 const SCAN_EVERY: Duration = Duration::from_micros(10);
 
-/// Header bytes of a data segment: Ethernet 14, IPv4 20, TCP 20 + timestamps 12.
-pub const HDR_LEN: usize = 66;
-const IP: usize = 14;
-const TCP: usize = 34;
-const TCP_HDR_LEN: usize = 32;
-const TSVAL: usize = 58;
-const TSECR: usize = 62;
+/// Header bytes of a data segment: the fast-path layout of `stack::wire::fast` (Ethernet
+/// 14, IPv4 20, TCP 20 + timestamps 12), which the receiver's fast path parses.
+pub const HDR_LEN: usize = fast::HEADER_LEN;
+const IP: usize = fast::field::IP;
+const TCP: usize = fast::field::TCP;
+const TCP_HDR_LEN: usize = fast::TCP_HEADER_LEN_TS;
+const TSVAL: usize = fast::field::TS_VAL.start;
+const TSECR: usize = fast::field::TS_ECR.start;
 
 /// Linux's minimum RTO (`TCP_RTO_MIN`).
 const RTO_MIN: Duration = Duration::from_millis(200);

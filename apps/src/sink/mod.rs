@@ -119,8 +119,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
     port.start()
         .with_context(|| format!("starting port {port_id}"))?;
     let mac = port.mac()?;
-    let off = port.offloads();
-    let tx_csum = off.tx_tcp_cksum() && off.tx_ipv4_cksum();
+    let tx_csum = port.tx_csum_caps().ipv4_tcp();
     let local = LocalAddrs::new(
         mac,
         args.ip.iter().find_map(|a| match a {
