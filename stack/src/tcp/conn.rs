@@ -949,6 +949,15 @@ impl<B: PacketBuf> Conn<B> {
         Ok(Some((b, AckReason::Fin)))
     }
 
+    /// RFC 9293 §3.10.7.4 note / RFC 6191: a SYN above what this TIME-WAIT (or closed)
+    /// connection received may open a new connection on the same flow.
+    pub(crate) fn reopened_by(&self, seg: &Segment<B>) -> bool {
+        matches!(self.state, State::TimeWait | State::Closed)
+            && seg.flags.contains(TcpFlags::SYN)
+            && !seg.flags.contains(TcpFlags::ACK)
+            && seg.seq > self.rcv_nxt
+    }
+
     /// `true` when the connection is gone and nothing more is owed.
     pub(crate) fn reapable(&self) -> bool {
         matches!(self.state, State::Closed) && !self.rst_due && !self.queued

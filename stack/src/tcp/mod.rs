@@ -23,6 +23,7 @@ mod api;
 mod config;
 mod conn;
 pub(crate) mod cookie;
+mod listen;
 mod ooo;
 mod stats;
 mod table;
@@ -34,8 +35,6 @@ pub use stats::{DropReason, TcpStats};
 
 use std::collections::VecDeque;
 
-use arrayvec::ArrayVec;
-
 use crate::ack::template::{syn_options, AckTemplate, TcpFields};
 use crate::ack::{AckPolicy, AckReason, AckStats};
 use crate::buf::{BufPool, FreeBatch, PacketBuf, PayloadSlice};
@@ -43,38 +42,15 @@ use crate::driver::Burst;
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use crate::wire::{TcpFlags, Timestamp};
 
-use conn::{Conn, ConnParams, Ctx};
+use conn::{Conn, Ctx};
 use cookie::SipKey;
+use listen::{HalfOpen, Listeners};
 use ooo::OooPool;
-use table::{Keyed, Table};
+use table::Table;
 use timer::{Kind, Timers};
-
-/// A SYN-RECEIVED entry.
-#[derive(Clone, Debug)]
-struct HalfOpen {
-    flow: FlowKey,
-    local_mac: [u8; 6],
-    peer_mac: [u8; 6],
-    iss: SeqNumber,
-    irs: SeqNumber,
-    peer_mss: u16,
-    peer_wscale: Option<u8>,
-    sack: bool,
-    ts_recent: Option<u32>,
-    policy: AckPolicy,
-    first_sent: Instant,
-    retries: u8,
-    deadline: Instant,
-}
-
-impl Keyed for HalfOpen {
-    fn key(&self) -> &FlowKey {
-        &self.flow
-    }
-}
 
 /// A stateless frame to send: a RST or a SYN-ACK.
 #[derive(Clone, Copy, Debug)]
@@ -91,21 +67,14 @@ struct Ctl {
     reason: AckReason,
 }
 
-const SYNACK_RTO: Duration = Duration::from_secs(1);
-/// Cookie ACKs are accepted for this long after the half-open table last overflowed
-/// (Linux `tcp_synq_no_recent_overflow`: 2 minutes).
-const COOKIE_WINDOW: Duration = Duration::from_secs(120);
-
 /// One core's TCP receive stack. See the module documentation for the call order.
 pub struct Tcp<B> {
     cfg: TcpConfig,
     key: SipKey,
-    listeners: ArrayVec<(u16, AckPolicy), 64>,
+    listeners: Listeners,
     conns: Table<Conn<B>>,
-    half: Table<HalfOpen>,
     ctl: VecDeque<Ctl>,
     ctx: Ctx<B>,
-    last_overflow: Option<Instant>,
     rcv_wscale: u8,
 }
 
@@ -118,9 +87,8 @@ impl<B: PacketBuf> Tcp<B> {
         }
         Tcp {
             key: SipKey::from_seed(cfg.seed),
-            listeners: ArrayVec::new(),
+            listeners: Listeners::new(cfg.max_half_open),
             conns: Table::new(cfg.max_conns),
-            half: Table::new(cfg.max_half_open),
             ctl: VecDeque::with_capacity(cfg.ctl_queue),
             ctx: Ctx {
                 ooo: OooPool::new(cfg.ooo_core_slices, cfg.ooo_core_bytes),
@@ -135,7 +103,6 @@ impl<B: PacketBuf> Tcp<B> {
                 challenge_count: 0,
                 spent: FreeBatch::new(),
             },
-            last_overflow: None,
             rcv_wscale: ws,
             cfg,
         }
@@ -143,12 +110,7 @@ impl<B: PacketBuf> Tcp<B> {
 
     /// Accepts connections to `port` (IPv4 and IPv6), acknowledging with `policy`.
     pub fn listen(&mut self, port: u16, policy: AckPolicy) -> Result<(), TcpError> {
-        if self.listeners.iter().any(|(p, _)| *p == port) {
-            return Err(TcpError::AlreadyListening);
-        }
-        self.listeners
-            .try_push((port, policy))
-            .map_err(|_| TcpError::TooManyListeners)
+        self.listeners.add(port, policy)
     }
 
     /// The configuration.
@@ -169,7 +131,7 @@ impl<B: PacketBuf> Tcp<B> {
     }
     /// Half-open entries.
     pub fn half_open_count(&self) -> usize {
-        self.half.len()
+        self.listeners.half_open_count()
     }
     /// Out-of-order bytes held by the whole core.
     pub fn ooo_bytes(&self) -> usize {
@@ -281,32 +243,6 @@ impl<B: PacketBuf> Tcp<B> {
                 Kind::Half => self.half_open_timeout(now, f.slot, f.gen),
             }
         }
-    }
-
-    /// SYN-ACK retransmission with exponential backoff (RFC 6298 §5.5, Linux
-    /// `tcp_synack_retries`), or the entry is dropped.
-    fn half_open_timeout(&mut self, now: Instant, slot: u32, gen: u32) {
-        if self.half.gen(slot) != gen {
-            return;
-        }
-        let Some(h) = self.half.get_mut(slot) else {
-            return;
-        };
-        if h.deadline > now {
-            let d = h.deadline;
-            self.ctx.timers.arm(Kind::Half, slot, gen, Some(d));
-            return;
-        }
-        if h.retries >= self.cfg.synack_retries {
-            self.ctx.stats.dropped(DropReason::SynAckRetriesExhausted);
-            self.half.remove(slot);
-            return;
-        }
-        h.retries += 1;
-        h.deadline = now + Duration::from_nanos(SYNACK_RTO.as_nanos() << h.retries);
-        let h = h.clone();
-        self.ctx.timers.arm(Kind::Half, slot, gen, Some(h.deadline));
-        self.queue_synack(now, &h);
     }
 
     fn free_conn(&mut self, slot: u32) {
@@ -446,18 +382,6 @@ impl<B: PacketBuf> Tcp<B> {
         });
     }
 
-    fn advmss(&self, v6: bool) -> u16 {
-        self.cfg.mtu.saturating_sub(if v6 { 60 } else { 40 })
-    }
-
-    fn ts_offset(&self, flow: &FlowKey) -> u32 {
-        self.key.flow_hash(flow, 0x7473, 0)
-    }
-
-    fn ts_clock(&self, flow: &FlowKey, now: Instant) -> u32 {
-        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset(flow))
-    }
-
     fn queue_synack(&mut self, now: Instant, h: &HalfOpen) {
         let ts = h.ts_recent.map(|r| Timestamp {
             tsval: self.ts_clock(&h.flow, now),
@@ -478,126 +402,15 @@ impl<B: PacketBuf> Tcp<B> {
         });
     }
 
-    /// Processes one coalesced segment (GRO's output; a SYN or RST is a run of one).
-    /// Takes the payload slices it keeps out of `seg.payload` (into the receive or
-    /// out-of-order queue); whatever it leaves there (a duplicate, data beyond the window,
-    /// a dropped segment) the caller frees. By reference: a `Segment` is about 1.1 KiB and
-    /// GRO hands on one per unit from its own storage.
-    pub fn handle_segment(&mut self, now: Instant, seg: &mut Segment<B>) {
-        if let Some(slot) = self.conns.find(&seg.flow) {
-            if let Some(c) = self.conns.get_mut(slot) {
-                if matches!(c.state, State::TimeWait | State::Closed)
-                    && seg.flags.contains(TcpFlags::SYN)
-                    && !seg.flags.contains(TcpFlags::ACK)
-                    && seg.seq > c.rcv_nxt
-                {
-                    // RFC 9293 §3.10.7.4 note / RFC 6191: a new SYN may reopen a
-                    // TIME-WAIT connection; make room for it and fall through.
-                    self.free_conn(slot);
-                } else {
-                    c.on_segment(now, seg, &mut self.ctx);
-                    if c.reapable() {
-                        self.free_conn(slot);
-                    }
-                    return;
-                }
-            }
-        }
-        let port = seg.flow.dport;
-        let Some(&(_, policy)) = self.listeners.iter().find(|(p, _)| *p == port) else {
-            self.ctx.stats.dropped(DropReason::NoListener);
-            if !seg.flags.contains(TcpFlags::RST) {
-                self.ctx.stats.conns_refused += 1;
-            }
-            self.send_rst_for(seg);
-            return;
-        };
-        self.listener_segment(now, seg, policy);
-    }
-
-    /// LISTEN and SYN-RECEIVED (RFC 9293 §3.10.7.2-3).
-    fn listener_segment(&mut self, now: Instant, seg: &mut Segment<B>, policy: AckPolicy) {
-        let f = seg.flags;
-        if let Some(slot) = self.half.find(&seg.flow) {
-            self.half_open_segment(now, slot, seg);
-            return;
-        }
-        if f.contains(TcpFlags::RST) {
-            self.ctx.stats.dropped(DropReason::ListenerDrop);
-            return;
-        }
-        if f.contains(TcpFlags::ACK) {
-            if !f.contains(TcpFlags::SYN) && self.try_cookie(now, seg, policy) {
-                if let Some(slot) = self.conns.find(&seg.flow) {
-                    if let Some(c) = self.conns.get_mut(slot) {
-                        c.on_segment(now, seg, &mut self.ctx);
-                    }
-                }
-                return;
-            }
-            self.ctx.stats.dropped(DropReason::BadCookie);
-            self.ctx.stats.conns_refused += 1;
-            self.send_rst_for(seg);
-            return;
-        }
-        if !f.contains(TcpFlags::SYN) {
-            self.ctx.stats.dropped(DropReason::ListenerDrop);
-            return;
-        }
-        self.ctx.stats.syns_received += 1;
-        let o = seg.opts;
-        let peer_mss = o.mss.unwrap_or(536);
-        let ts_recent = o.timestamp.map(|t| t.tsval);
-        if self.half.is_full() {
-            self.syn_cookie(now, seg);
-            return;
-        }
-        let iss = cookie::isn(&self.key, &seg.flow, now.as_nanos());
-        let h = HalfOpen {
-            flow: seg.flow,
-            local_mac: seg.local_mac,
-            peer_mac: seg.peer_mac,
-            iss,
-            irs: seg.seq,
-            peer_mss,
-            peer_wscale: o.wscale,
-            sack: o.sack_permitted,
-            ts_recent,
-            policy,
-            first_sent: now,
-            retries: 0,
-            deadline: now + SYNACK_RTO,
-        };
-        self.queue_synack(now, &h);
-        let d = h.deadline;
-        if let Ok((slot, gen)) = self.half.insert(h) {
-            self.ctx.timers.arm(Kind::Half, slot, gen, Some(d));
-        }
-    }
-
-    /// RFC 4987 §3.6: answer with a SYN cookie instead of keeping state (Linux
-    /// `cookie_v4_init_sequence`, `cookie_init_timestamp`).
-    fn syn_cookie(&mut self, now: Instant, seg: &Segment<B>) {
-        self.last_overflow = Some(now);
-        let o = seg.opts;
-        let (idx, mss) = cookie::mss_index(o.mss.unwrap_or(536), seg.flow.v6);
-        let count = minutes(now);
-        let iss = SeqNumber(cookie::make_cookie(
-            &self.key, &seg.flow, seg.seq, count, idx,
-        ));
-        // Without timestamps the peer's window scale and SACK-permitted cannot be
-        // remembered, so neither is offered (as Linux does).
-        let ts = o.timestamp.map(|t| Timestamp {
-            tsval: cookie::cookie_tsval(self.ts_clock(&seg.flow, now), o.wscale, o.sack_permitted),
-            tsecr: t.tsval,
-        });
-        let (ws, sack) = if ts.is_some() {
-            (o.wscale.map(|_| self.rcv_wscale), o.sack_permitted)
-        } else {
-            (None, false)
-        };
-        let _ = mss;
-        self.ctx.stats.syn_cookies_sent += 1;
+    /// The SYN-ACK that carries a SYN cookie (RFC 4987 §3.6) for `seg`'s SYN.
+    fn queue_cookie_synack(
+        &mut self,
+        seg: &Segment<B>,
+        iss: SeqNumber,
+        ts: Option<Timestamp>,
+        ws: Option<u8>,
+        sack: bool,
+    ) {
         self.push_ctl(Ctl {
             flow: seg.flow,
             local_mac: seg.local_mac,
@@ -612,151 +425,35 @@ impl<B: PacketBuf> Tcp<B> {
         });
     }
 
-    /// `cookie_v4_check`: an ACK to a listener may complete a cookie handshake.
-    fn try_cookie(&mut self, now: Instant, seg: &Segment<B>, policy: AckPolicy) -> bool {
-        match self.last_overflow {
-            Some(t) if now - t <= COOKIE_WINDOW => {}
-            _ => return false,
+    /// Processes one coalesced segment (GRO's output; a SYN or RST is a run of one).
+    /// Takes the payload slices it keeps out of `seg.payload` (into the receive or
+    /// out-of-order queue); whatever it leaves there (a duplicate, data beyond the window,
+    /// a dropped segment) the caller frees. By reference: a `Segment` is about 1.1 KiB and
+    /// GRO hands on one per unit from its own storage.
+    ///
+    /// One path: the segment goes to the connection with its flow; with none, the
+    /// listener answers it, or establishes the connection it goes on to.
+    pub fn handle_segment(&mut self, now: Instant, seg: &mut Segment<B>) {
+        let slot = match self.conns.find(&seg.flow) {
+            Some(slot) => slot,
+            None => match self.listen_segment(now, seg) {
+                Some(slot) => slot,
+                None => return,
+            },
+        };
+        let Some(c) = self.conns.get_mut(slot) else {
+            return;
+        };
+        if c.reopened_by(seg) {
+            // RFC 9293 §3.10.7.4 note / RFC 6191: a new SYN may reopen a TIME-WAIT
+            // connection; make room for it and take the SYN again, now for no connection.
+            self.free_conn(slot);
+            self.handle_segment(now, seg);
+            return;
         }
-        let iss = SeqNumber(seg.ack.get().wrapping_sub(1));
-        let irs = SeqNumber(seg.seq.get().wrapping_sub(1));
-        let Some(idx) = cookie::check_cookie(&self.key, &seg.flow, iss.get(), irs, minutes(now))
-        else {
-            return false;
-        };
-        let table = if seg.flow.v6 {
-            &cookie::MSS_TABLE_V6
-        } else {
-            &cookie::MSS_TABLE
-        };
-        let peer_mss = table.get(idx as usize).copied().unwrap_or(536);
-        let (ts_recent, wscale, sack) = match seg.opts.timestamp {
-            Some(t) => {
-                let (ws, sack) = cookie::cookie_decode_ts(t.tsecr);
-                (Some(t.tsval), ws, sack)
-            }
-            None => (None, None, false),
-        };
-        let h = HalfOpen {
-            flow: seg.flow,
-            local_mac: seg.local_mac,
-            peer_mac: seg.peer_mac,
-            iss,
-            irs,
-            peer_mss,
-            peer_wscale: wscale,
-            sack,
-            ts_recent,
-            policy,
-            first_sent: now,
-            retries: 1,
-            deadline: now,
-        };
-        if self.establish(now, &h, seg.window) {
-            self.ctx.stats.syn_cookies_accepted += 1;
-            true
-        } else {
-            false
+        c.on_segment(now, seg, &mut self.ctx);
+        if c.reapable() {
+            self.free_conn(slot);
         }
     }
-
-    /// SYN-RECEIVED (RFC 9293 §3.10.7.4 for that state).
-    fn half_open_segment(&mut self, now: Instant, slot: u32, seg: &mut Segment<B>) {
-        let Some(h) = self.half.get(slot).cloned() else {
-            return;
-        };
-        let f = seg.flags;
-        if f.contains(TcpFlags::RST) {
-            // RFC 5961 §3.2 applies here too: only an exact RST counts.
-            if seg.seq == h.irs + 1 {
-                self.half.remove(slot);
-                self.ctx.stats.resets_received += 1;
-            } else {
-                self.ctx.stats.dropped(DropReason::RstOutOfWindow);
-            }
-            return;
-        }
-        if f.contains(TcpFlags::SYN) {
-            if seg.seq == h.irs && !f.contains(TcpFlags::ACK) {
-                // A retransmitted SYN: our SYN-ACK was lost.
-                self.queue_synack(now, &h);
-            } else {
-                self.ctx.stats.dropped(DropReason::SynInWindow);
-            }
-            return;
-        }
-        if !f.contains(TcpFlags::ACK) {
-            self.ctx.stats.dropped(DropReason::NoAck);
-            return;
-        }
-        if seg.ack != h.iss + 1 {
-            self.ctx.stats.dropped(DropReason::BadHandshakeAck);
-            self.send_rst_for(seg);
-            return;
-        }
-        self.half.remove(slot);
-        if self.establish(now, &h, seg.window) {
-            if let Some(s) = self.conns.find(&seg.flow) {
-                if let Some(c) = self.conns.get_mut(s) {
-                    c.on_segment(now, seg, &mut self.ctx);
-                }
-            }
-        } else {
-            self.send_rst_for(seg);
-        }
-    }
-
-    /// Creates the connection for a completed handshake.
-    fn establish(&mut self, now: Instant, h: &HalfOpen, peer_window: u16) -> bool {
-        let srtt = if h.retries == 0 {
-            now - h.first_sent
-        } else {
-            Duration::ZERO
-        };
-        let p = ConnParams {
-            flow: h.flow,
-            local_mac: h.local_mac,
-            peer_mac: h.peer_mac,
-            iss: h.iss,
-            irs: h.irs,
-            rcv_buf: self.cfg.rcv_buf,
-            rcv_wscale: Some(self.rcv_wscale),
-            snd_wscale: h.peer_wscale,
-            sack: h.sack,
-            ts_recent: h.ts_recent,
-            ts_offset: self.ts_offset(&h.flow),
-            advmss: self.advmss(h.flow.v6),
-            peer_mss: h.peer_mss,
-            peer_window,
-            ack: h.policy,
-            srtt,
-            ttl: self.cfg.ttl,
-            ooo_limit: self.cfg.ooo_conn_bytes,
-            rxq_slices: self.cfg.rxq_slices,
-            ack_queue: self.cfg.ack_queue.clamp(1, 1024),
-            fin_retries: self.cfg.fin_retries,
-            time_wait: self.cfg.time_wait,
-        };
-        match self.conns.insert(Conn::new(p)) {
-            Ok((slot, gen)) => {
-                let id = ConnId { slot, gen };
-                if let Some(c) = self.conns.get_mut(slot) {
-                    c.id = id;
-                }
-                self.ctx.stats.conns_opened += 1;
-                self.ctx.event(Event::Opened(id));
-                true
-            }
-            Err(_) => {
-                self.ctx.stats.dropped(DropReason::ConnTableFull);
-                self.ctx.stats.conns_refused += 1;
-                false
-            }
-        }
-    }
-}
-
-/// The SYN cookie clock: minutes since the driver's clock origin.
-fn minutes(now: Instant) -> u32 {
-    (now.as_nanos() / 60_000_000_000) as u32
 }
