@@ -180,14 +180,14 @@ impl<B: PacketBuf> Tcp<B> {
             .conns
             .get_gen_mut(id.slot, id.gen)
             .ok_or(TcpError::UnknownConnection)?;
-        let n = f(c.rxq.make_contiguous());
+        let n = f(c.rcv.rxq.make_contiguous());
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         Ok(c.consume(n, &mut self.ctx) as usize)
     }
 
     /// Bytes ready to read on the connection.
     pub fn readable_bytes(&self, id: ConnId) -> usize {
-        self.conn(id).map_or(0, |c| c.rxq_bytes as usize)
+        self.conn(id).map_or(0, |c| c.rcv.rxq_bytes as usize)
     }
 
     /// The application closes the connection: FIN (LAST-ACK after the peer's FIN,
@@ -207,7 +207,7 @@ impl<B: PacketBuf> Tcp<B> {
             .conns
             .get_gen_mut(id.slot, id.gen)
             .ok_or(TcpError::UnknownConnection)?;
-        c.app_closed = true;
+        c.closing.app_closed = true;
         c.abort(&mut self.ctx);
         Ok(())
     }

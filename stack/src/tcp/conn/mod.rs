@@ -6,6 +6,12 @@
 //! §3-5 (blind RST/SYN/ACK), RFC 9293 §3.8.6.2.2 (receiver SWS avoidance, the right edge
 //! never moves left), Linux `tcp_validate_incoming`, `tcp_data_queue`, `tcp_fin`.
 
+mod recv;
+mod send;
+
+pub(crate) use recv::Recv;
+pub(crate) use send::Snd;
+
 use std::collections::VecDeque;
 
 use arrayvec::ArrayVec;
@@ -16,7 +22,7 @@ use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::{sack_option, AckTemplate, TcpFields};
 use crate::ack::{AckPush, AckQueue, AckReason, AckState, AckStats, SndCheck};
-use crate::buf::{FreeBatch, PacketBuf, PayloadSlice};
+use crate::buf::{FreeBatch, PacketBuf};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
@@ -91,57 +97,48 @@ pub(crate) struct ConnParams {
     pub(crate) time_wait: Duration,
 }
 
+/// One synchronized connection. Its state is grouped by job: the receive side
+/// ([`Recv`]: sequence space, window, timestamps, SACK, the queues), the send side
+/// ([`Snd`]: what the handshake and our FIN use today, and where the send path goes), and
+/// the close part ([`Closing`]: FIN, RST and TIME-WAIT, driven by `tcp/close.rs`).
 pub(crate) struct Conn<B> {
     pub(crate) id: ConnId,
     pub(crate) flow: FlowKey,
     pub(crate) state: State,
-    tmpl: AckTemplate,
-    iss: SeqNumber,
-    snd_una: SeqNumber,
-    snd_nxt: SeqNumber,
-    max_snd_wnd: u32,
-    snd_wscale: u8,
-    rcv_wscale: u8,
-    pub(crate) rcv_nxt: SeqNumber,
-    rcv_wup: SeqNumber,
-    /// RFC 7323 §4.3 Last.ACK.sent: the ACK number of the last frame `poll_tx` built. ACKs
-    /// are decided (and `rcv_wup` moves) during input, but they leave in the loop
-    /// iteration's batch; until then TS.Recent keeps the TSval of the earliest segment not
-    /// yet acknowledged on the wire, which is the one every ACK of the batch echoes.
-    last_ack_sent: SeqNumber,
-    /// `rcv_nxt + free space` when the last ACK was decided: the right edge the buffer
-    /// allowed then, before SWS avoidance and scale rounding (see `window_ok`).
-    free_edge: SeqNumber,
-    rcv_right: SeqNumber,
-    rcv_buf: u32,
-    advmss: u32,
-    ts_ok: bool,
-    ts_recent: u32,
-    ts_recent_stamp: Instant,
-    ts_offset: u32,
-    sack_ok: bool,
-    sack: ArrayVec<SackBlock, MAX_SACK_BLOCKS>,
-    dsack: Option<SackBlock>,
-    ooo: OooQueue,
-    ooo_limit: u32,
-    ooo_fin: Option<SeqNumber>,
-    pub(crate) rxq: VecDeque<PayloadSlice<B>>,
-    pub(crate) rxq_bytes: u32,
+    /// Headers of every frame this connection sends, built once at set-up.
+    pub(crate) tmpl: AckTemplate,
+    pub(crate) rcv: Recv<B>,
+    pub(crate) snd: Snd,
+    pub(crate) closing: Closing,
+    /// The ACK policy's per-connection state (delayed ACK, quick ACKs, SACK compression).
     pub(crate) ack: AckState,
     /// ACKs decided and not yet built, each with the fields of its decision.
-    acks: AckQueue,
-    fin_due: bool,
-    fin_sent: bool,
-    rst_due: bool,
+    pub(crate) acks: AckQueue,
+    /// In `Ctx::due`: `poll_tx` will build what this connection owes.
     pub(crate) queued: bool,
-    fin_tries: u8,
-    fin_retries: u8,
-    fin_deadline: Option<Instant>,
-    tw_deadline: Option<Instant>,
-    time_wait: Duration,
+}
+
+/// The close part of a connection: what our FIN and RST owe, the timers of the closing
+/// states, and who has closed (RFC 9293 §3.6, §3.10.4).
+pub(crate) struct Closing {
+    /// Our FIN is to be built (first time or retransmission).
+    pub(crate) fin_due: bool,
+    /// Our FIN has been built once (SND.NXT moved past it).
+    pub(crate) fin_sent: bool,
+    /// A RST is to be built.
+    pub(crate) rst_due: bool,
+    /// FIN retransmissions so far, and the most allowed before the connection is reset.
+    pub(crate) fin_tries: u8,
+    pub(crate) fin_retries: u8,
+    /// When our FIN is retransmitted.
+    pub(crate) fin_deadline: Option<Instant>,
+    /// When TIME-WAIT ends, and how long it lasts (2 MSL).
+    pub(crate) tw_deadline: Option<Instant>,
+    pub(crate) time_wait: Duration,
+    /// The application closed (or aborted) the connection.
     pub(crate) app_closed: bool,
-    readable_signalled: bool,
-    peer_closed: bool,
+    /// The peer's FIN arrived in order.
+    pub(crate) peer_closed: bool,
 }
 
 impl<B> Keyed for Conn<B> {
@@ -177,51 +174,57 @@ impl<B: PacketBuf> Conn<B> {
             flow: p.flow,
             state: State::Established,
             tmpl,
-            iss: p.iss,
-            snd_una: p.iss + 1,
-            snd_nxt: p.iss + 1,
-            max_snd_wnd: peer_wnd.max(1),
-            snd_wscale,
-            rcv_wscale,
-            rcv_nxt,
-            rcv_wup: rcv_nxt,
-            last_ack_sent: rcv_nxt,
-            free_edge: rcv_nxt + syn_wnd as usize,
-            rcv_right: rcv_nxt + syn_wnd as usize,
-            rcv_buf: p.rcv_buf,
-            advmss: u32::from(p.advmss),
-            ts_ok,
-            ts_recent: p.ts_recent.unwrap_or(0),
-            ts_recent_stamp: Instant::ZERO,
-            ts_offset: p.ts_offset,
-            sack_ok: p.sack,
-            sack: ArrayVec::new(),
-            dsack: None,
-            ooo: OooQueue::default(),
-            ooo_limit: p.ooo_limit,
-            ooo_fin: None,
-            rxq: VecDeque::with_capacity(p.rxq_slices),
-            rxq_bytes: 0,
+            rcv: Recv {
+                nxt: rcv_nxt,
+                wup: rcv_nxt,
+                last_ack_sent: rcv_nxt,
+                free_edge: rcv_nxt + syn_wnd as usize,
+                right: rcv_nxt + syn_wnd as usize,
+                buf: p.rcv_buf,
+                wscale: rcv_wscale,
+                advmss: u32::from(p.advmss),
+                ts_ok,
+                ts_recent: p.ts_recent.unwrap_or(0),
+                ts_recent_stamp: Instant::ZERO,
+                sack_ok: p.sack,
+                sack: ArrayVec::new(),
+                dsack: None,
+                ooo: OooQueue::default(),
+                ooo_limit: p.ooo_limit,
+                ooo_fin: None,
+                rxq: VecDeque::with_capacity(p.rxq_slices),
+                rxq_bytes: 0,
+                readable_signalled: false,
+            },
+            snd: Snd {
+                iss: p.iss,
+                una: p.iss + 1,
+                nxt: p.iss + 1,
+                max_wnd: peer_wnd.max(1),
+                wscale: snd_wscale,
+                ts_offset: p.ts_offset,
+            },
+            closing: Closing {
+                fin_due: false,
+                fin_sent: false,
+                rst_due: false,
+                fin_tries: 0,
+                fin_retries: p.fin_retries,
+                fin_deadline: None,
+                tw_deadline: None,
+                time_wait: p.time_wait,
+                app_closed: false,
+                peer_closed: false,
+            },
             ack: AckState::new(p.ack, u32::from(p.advmss), init_rcv_mss, p.srtt),
             acks: AckQueue::new(p.ack_queue),
-            fin_due: false,
-            fin_sent: false,
-            rst_due: false,
             queued: false,
-            fin_tries: 0,
-            fin_retries: p.fin_retries,
-            fin_deadline: None,
-            tw_deadline: None,
-            time_wait: p.time_wait,
-            app_closed: false,
-            readable_signalled: false,
-            peer_closed: false,
         }
     }
 
     /// Our timestamp clock: milliseconds plus a per-flow offset (RFC 7323 §5.4).
     pub(crate) fn ts_now(&self, now: Instant) -> u32 {
-        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.snd.ts_offset)
     }
 
     pub(crate) fn deadline(&self) -> Option<Instant> {
@@ -230,74 +233,9 @@ impl<B: PacketBuf> Conn<B> {
         // `after_input` at 64 flows.
         use crate::time::earliest;
         earliest(
-            earliest(self.ack.deadline(), self.fin_deadline),
-            self.tw_deadline,
+            earliest(self.ack.deadline(), self.closing.fin_deadline),
+            self.closing.tw_deadline,
         )
-    }
-
-    /// Bytes the application has not consumed plus out-of-order bytes held.
-    fn used(&self) -> u32 {
-        self.rxq_bytes.saturating_add(self.ooo.bytes)
-    }
-
-    fn free_space(&self) -> u32 {
-        self.rcv_buf.saturating_sub(self.used())
-    }
-
-    /// The window currently offered: from `rcv_nxt` to the advertised right edge.
-    fn rcv_window_now(&self) -> u32 {
-        if self.rcv_right > self.rcv_nxt {
-            (self.rcv_right - self.rcv_nxt) as u32
-        } else {
-            0
-        }
-    }
-
-    /// `__tcp_select_window`, simplified: the free space (ALIGNed to the scale).
-    fn candidate_window(&self) -> u32 {
-        // ALIGN(window, 1 << rcv_wscale): rounded up, as `tcp_select_window` advertises.
-        let unit = 1u32 << self.rcv_wscale.min(14);
-        self.free_space().div_ceil(unit).saturating_mul(unit)
-    }
-
-    /// `__tcp_select_window() >= rcv_wnd` in `__tcp_ack_snd_check`: an ACK now would not
-    /// pull the right edge back (linux-receive-path.md §3). Linux compares window sizes
-    /// because its window is capped by `rcv_ssthresh` well below the free space, so in bulk
-    /// transfer unread data does not shrink it; weir offers its whole free space, so a size
-    /// comparison would fail for every unread byte and no stretch ACK would ever go out
-    /// before the application reads. Comparing right edges keeps Linux's intent: the ACK
-    /// is held back only while buffer space is being lost (out-of-order data), not merely
-    /// because the application has not read yet.
-    /// Edges are compared before rounding to the window scale (`free_edge`), so rounding
-    /// never makes an unchanged buffer look like a shrinking one.
-    fn window_ok(&self) -> bool {
-        self.rcv_nxt + self.free_space() as usize >= self.free_edge
-    }
-
-    /// `tcp_select_window`: the window field for an ACK sent now. The right edge never
-    /// moves left (RFC 9293 §3.8.6.2.2) and moves right only by at least
-    /// min(rcv_buf/2, MSS) (receiver SWS avoidance, same section).
-    fn select_window(&mut self) -> u16 {
-        let free = self.free_space();
-        if free < self.rcv_buf / 2 {
-            self.ack.clear_quick();
-        }
-        let cand = self.rcv_nxt + free as usize;
-        if cand > self.rcv_right {
-            let step = (cand - self.rcv_right) as u32;
-            if step >= (self.rcv_buf / 2).min(self.advmss) || self.rcv_window_now() == 0 {
-                self.rcv_right = cand;
-            }
-        }
-        let wnd = self.rcv_window_now();
-        let ws = u32::from(self.rcv_wscale);
-        // Round up so that the advertised edge is never left of rcv_right.
-        let field = wnd.div_ceil(1 << ws).min(65535);
-        let adv = self.rcv_nxt + (field << ws) as usize;
-        if adv > self.rcv_right {
-            self.rcv_right = adv;
-        }
-        field as u16
     }
 
     fn mark_due(&mut self, ctx: &mut Ctx<B>) {
@@ -312,7 +250,7 @@ impl<B: PacketBuf> Conn<B> {
     /// anything.
     fn after_input(&mut self, ctx: &mut Ctx<B>) {
         self.commit_ack(ctx);
-        if !self.acks.is_empty() || self.fin_due || self.rst_due {
+        if !self.acks.is_empty() || self.closing.fin_due || self.closing.rst_due {
             self.mark_due(ctx);
         }
         ctx.timers
@@ -332,10 +270,10 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         let window = self.select_window();
-        let (ack, tsecr) = (self.rcv_nxt, self.ts_recent);
-        let sacks = self.sack_ok.then(|| {
+        let (ack, tsecr) = (self.rcv.nxt, self.rcv.ts_recent);
+        let sacks = self.rcv.sack_ok.then(|| {
             let max = self.tmpl.max_sack_blocks().min(MAX_SACK_BLOCKS);
-            self.dsack.iter().chain(self.sack.iter()).take(max)
+            self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max)
         });
         // Written in place in the queue (see `AckQueue::push_with`).
         let pushed = self.acks.push_with(|snap| {
@@ -353,9 +291,9 @@ impl<B: PacketBuf> Conn<B> {
             AckPush::Merged => ctx.ack_stats.merged += 1,
             AckPush::Suppressed => ctx.ack_stats.suppressed += 1,
         }
-        self.rcv_wup = self.rcv_nxt;
-        self.free_edge = self.rcv_nxt + self.free_space() as usize;
-        self.dsack = None;
+        self.rcv.wup = self.rcv.nxt;
+        self.rcv.free_edge = self.rcv.nxt + self.rcv.free_space() as usize;
+        self.rcv.dsack = None;
         self.ack.on_ack_sent();
     }
 
@@ -371,13 +309,13 @@ impl<B: PacketBuf> Conn<B> {
 
     /// `tcp_send_dupack`: old data gets a D-SACK and quickack mode; then ACK now.
     fn send_dupack(&mut self, seq: SeqNumber, end: SeqNumber, has_data: bool) {
-        if has_data && seq < self.rcv_nxt {
-            let w = self.rcv_window_now();
+        if has_data && seq < self.rcv.nxt {
+            let w = self.rcv.window();
             self.ack.enter_quickack_mode(w);
-            if self.sack_ok {
-                self.dsack = Some(SackBlock {
+            if self.rcv.sack_ok {
+                self.rcv.dsack = Some(SackBlock {
                     left: seq,
-                    right: end.min(self.rcv_nxt),
+                    right: end.min(self.rcv.nxt),
                 });
             }
         }
@@ -411,11 +349,11 @@ impl<B: PacketBuf> Conn<B> {
         // ticked inside a run. The cost: a run whose first segment fails PAWS is dropped
         // whole (Linux, without GRO, would drop only that segment); the sender retransmits.
         let ts = seg.opts.timestamp;
-        if self.ts_ok && !rst {
+        if self.rcv.ts_ok && !rst {
             if let Some(t) = ts {
-                if ts_before(t.tsval, self.ts_recent)
-                    && now - self.ts_recent_stamp < PAWS_IDLE
-                    && self.ts_recent_stamp != Instant::ZERO
+                if ts_before(t.tsval, self.rcv.ts_recent)
+                    && now - self.rcv.ts_recent_stamp < PAWS_IDLE
+                    && self.rcv.ts_recent_stamp != Instant::ZERO
                 {
                     ctx.stats.dropped(DropReason::Paws);
                     self.send_dupack(seq, end, plen > 0);
@@ -425,11 +363,11 @@ impl<B: PacketBuf> Conn<B> {
         }
 
         // RFC 9293 §3.10.7.4 first: is the segment acceptable?
-        let wnd = self.rcv_window_now();
+        let wnd = self.rcv.window();
         let seg_len = seg.seq_len();
-        let in_wnd = |s: SeqNumber| s.in_range(self.rcv_nxt, self.rcv_nxt + wnd as usize);
+        let in_wnd = |s: SeqNumber| s.in_range(self.rcv.nxt, self.rcv.nxt + wnd as usize);
         let acceptable = match (seg_len, wnd) {
-            (0, 0) => seq == self.rcv_nxt,
+            (0, 0) => seq == self.rcv.nxt,
             (0, _) => in_wnd(seq),
             (_, 0) => false,
             (_, _) => in_wnd(seq) || in_wnd(seq + (seg_len - 1)),
@@ -439,7 +377,7 @@ impl<B: PacketBuf> Conn<B> {
                 ctx.stats.dropped(DropReason::RstOutOfWindow);
                 return;
             }
-            if end <= self.rcv_nxt && seg_len > 0 {
+            if end <= self.rcv.nxt && seg_len > 0 {
                 ctx.stats.duplicate_segments += u64::from(seg.segs);
             }
             ctx.stats.dropped(DropReason::OutOfWindow);
@@ -449,7 +387,7 @@ impl<B: PacketBuf> Conn<B> {
 
         // RFC 5961 §3.2: only an exact RST resets; an in-window one gets a challenge ACK.
         if rst {
-            if seq == self.rcv_nxt {
+            if seq == self.rcv.nxt {
                 ctx.stats.resets_received += 1;
                 self.reset(ctx, true);
             } else {
@@ -469,17 +407,17 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         // RFC 5961 §5.2: SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT, else challenge ACK.
-        let min_ack = SeqNumber(self.snd_una.get().wrapping_sub(self.max_snd_wnd));
-        if seg.ack > self.snd_nxt || seg.ack < min_ack {
+        let min_ack = SeqNumber(self.snd.una.get().wrapping_sub(self.snd.max_wnd));
+        if seg.ack > self.snd.nxt || seg.ack < min_ack {
             ctx.stats.dropped(DropReason::BadAck);
             self.challenge(now, ctx);
             return;
         }
-        let wnd_scaled = u32::from(seg.window) << self.snd_wscale;
-        self.max_snd_wnd = self.max_snd_wnd.max(wnd_scaled);
-        if seg.ack > self.snd_una {
-            self.snd_una = seg.ack;
-            if self.fin_sent && self.snd_una == self.snd_nxt {
+        let wnd_scaled = u32::from(seg.window) << self.snd.wscale;
+        self.snd.max_wnd = self.snd.max_wnd.max(wnd_scaled);
+        if seg.ack > self.snd.una {
+            self.snd.una = seg.ack;
+            if self.closing.fin_sent && self.snd.una == self.snd.nxt {
                 self.our_fin_acked(now, ctx);
                 if matches!(self.state, State::Closed) {
                     return;
@@ -492,11 +430,11 @@ impl<B: PacketBuf> Conn<B> {
         // the earliest unacknowledged segment's timestamp (§4.3 (2), as for a delayed ACK),
         // so the sender's RTT sample includes the time GRO held the run. `ts_last` is not
         // used for TS.Recent (see the PAWS check above).
-        if self.ts_ok {
+        if self.rcv.ts_ok {
             if let Some(t) = ts {
-                if seq <= self.last_ack_sent && !ts_before(t.tsval, self.ts_recent) {
-                    self.ts_recent = t.tsval;
-                    self.ts_recent_stamp = now;
+                if seq <= self.rcv.last_ack_sent && !ts_before(t.tsval, self.rcv.ts_recent) {
+                    self.rcv.ts_recent = t.tsval;
+                    self.rcv.ts_recent_stamp = now;
                 }
             }
         }
@@ -515,7 +453,7 @@ impl<B: PacketBuf> Conn<B> {
                 return;
             }
         }
-        if self.app_closed && plen > 0 && end > self.rcv_nxt {
+        if self.closing.app_closed && plen > 0 && end > self.rcv.nxt {
             // RFC 9293 §3.10.7.4 / RFC 2525: data for a fully closed socket: reset.
             ctx.stats.dropped(DropReason::DataAfterClose);
             self.abort(ctx);
@@ -525,19 +463,19 @@ impl<B: PacketBuf> Conn<B> {
         // Trim to the window: the front (a partial retransmission, D-SACK its old part,
         // RFC 2883 §4.1.2) and the tail (beyond the right edge; a FIN there is dropped).
         let mut seq = seq;
-        if seq < self.rcv_nxt {
-            let cut = (self.rcv_nxt - seq) as u32;
-            if self.sack_ok {
-                self.dsack = Some(SackBlock {
+        if seq < self.rcv.nxt {
+            let cut = (self.rcv.nxt - seq) as u32;
+            if self.rcv.sack_ok {
+                self.rcv.dsack = Some(SackBlock {
                     left: seq,
-                    right: self.rcv_nxt,
+                    right: self.rcv.nxt,
                 });
             }
             seg.payload.trim_front(cut.min(plen));
             ctx.stats.duplicate_bytes += u64::from(cut.min(plen));
-            seq = self.rcv_nxt;
+            seq = self.rcv.nxt;
         }
-        let right = self.rcv_nxt + wnd as usize;
+        let right = self.rcv.nxt + wnd as usize;
         let mut plen = seg.payload.len();
         if seq + plen as usize > right {
             let keep = (right - seq) as u32;
@@ -549,22 +487,22 @@ impl<B: PacketBuf> Conn<B> {
         let psh = flags.contains(TcpFlags::PSH);
         let remnant = flags.intersects(TcpFlags::FIN | TcpFlags::URG | TcpFlags::PSH);
 
-        if seq == self.rcv_nxt {
-            let had_ofo = !self.ooo.is_empty();
+        if seq == self.rcv.nxt {
+            let had_ofo = !self.rcv.ooo.is_empty();
             if plen > 0 {
-                if self.rxq.capacity() - self.rxq.len() < seg.payload.slice_count() {
+                if self.rcv.rxq.capacity() - self.rcv.rxq.len() < seg.payload.slice_count() {
                     ctx.stats.dropped(DropReason::RxQueueFull);
                     self.ack.ack_now(AckReason::Duplicate);
                     return;
                 }
                 for s in seg.payload.drain() {
-                    self.rxq.push_back(s);
+                    self.rcv.rxq.push_back(s);
                 }
-                self.rxq_bytes += plen;
-                self.rcv_nxt += plen as usize;
+                self.rcv.rxq_bytes += plen;
+                self.rcv.nxt += plen as usize;
                 ctx.stats.bytes_in_order += u64::from(plen);
                 ctx.stats.segments_in_order += u64::from(seg.segs);
-                let w = self.rcv_window_now();
+                let w = self.rcv.window();
                 self.ack.on_data(
                     now,
                     plen,
@@ -576,11 +514,11 @@ impl<B: PacketBuf> Conn<B> {
                 );
             }
             if fin {
-                self.ooo_fin = Some(self.rcv_nxt);
+                self.rcv.ooo_fin = Some(self.rcv.nxt);
             }
             if had_ofo {
                 self.drain_ooo(ctx);
-                if self.ooo.is_empty() {
+                if self.rcv.ooo.is_empty() {
                     // RFC 5681 §4.2: ACK at once when a segment fills a gap (ICSK_ACK_NOW).
                     self.ack.ack_now(AckReason::GapFill);
                 }
@@ -589,41 +527,41 @@ impl<B: PacketBuf> Conn<B> {
             if plen > 0 {
                 self.signal_readable(ctx);
             }
-            if self.ooo_fin == Some(self.rcv_nxt) {
+            if self.rcv.ooo_fin == Some(self.rcv.nxt) {
                 self.on_fin(now, ctx);
             }
-            let unacked = (self.rcv_nxt - self.rcv_wup) as u32;
+            let unacked = (self.rcv.nxt - self.rcv.wup) as u32;
             let check = SndCheck {
                 unacked_bytes: unacked,
-                window_ok: self.window_ok(),
-                ofo: !self.ooo.is_empty(),
+                window_ok: self.rcv.window_ok(),
+                ofo: !self.rcv.ooo.is_empty(),
                 data_was_ofo: false,
-                sack: self.sack_ok,
-                rcv_nxt: self.rcv_nxt,
+                sack: self.rcv.sack_ok,
+                rcv_nxt: self.rcv.nxt,
             };
             self.ack.snd_check(now, check);
         } else {
             // Out of order (seq > rcv_nxt): hold it, SACK it (RFC 2018 §4), ACK.
             let segs = u64::from(seg.segs);
             if fin {
-                self.ooo_fin = Some(seq + plen as usize);
+                self.rcv.ooo_fin = Some(seq + plen as usize);
             }
             if plen > 0 {
                 let n = seg.payload.slice_count();
                 let res = ctx.ooo.insert(
-                    &mut self.ooo,
+                    &mut self.rcv.ooo,
                     seq,
                     plen,
                     n,
-                    self.ooo_limit,
+                    self.rcv.ooo_limit,
                     seg.payload.drain(),
                 );
                 match res {
                     Ok(0) => {
                         ctx.stats.duplicate_segments += segs;
                         ctx.stats.duplicate_bytes += u64::from(plen);
-                        if self.sack_ok {
-                            self.dsack = Some(SackBlock {
+                        if self.rcv.sack_ok {
+                            self.rcv.dsack = Some(SackBlock {
                                 left: seq,
                                 right: seq + plen as usize,
                             });
@@ -640,34 +578,34 @@ impl<B: PacketBuf> Conn<B> {
             }
             self.ack.schedule();
             let check = SndCheck {
-                unacked_bytes: (self.rcv_nxt - self.rcv_wup) as u32,
-                window_ok: self.window_ok(),
-                ofo: !self.ooo.is_empty(),
+                unacked_bytes: (self.rcv.nxt - self.rcv.wup) as u32,
+                window_ok: self.rcv.window_ok(),
+                ofo: !self.rcv.ooo.is_empty(),
                 data_was_ofo: true,
-                sack: self.sack_ok,
-                rcv_nxt: self.rcv_nxt,
+                sack: self.rcv.sack_ok,
+                rcv_nxt: self.rcv.nxt,
             };
             self.ack.snd_check(now, check);
         }
     }
 
     fn signal_readable(&mut self, ctx: &mut Ctx<B>) {
-        if !self.readable_signalled && !self.app_closed {
-            self.readable_signalled = true;
+        if !self.rcv.readable_signalled && !self.closing.app_closed {
+            self.rcv.readable_signalled = true;
             ctx.event(Event::Readable(self.id));
         }
     }
 
     /// Moves now-contiguous out-of-order data to the receive queue (`tcp_ofo_queue`).
     fn drain_ooo(&mut self, ctx: &mut Ctx<B>) {
-        while self.rxq.len() < self.rxq.capacity() {
-            let Some(s) = ctx.ooo.pop_ready(&mut self.ooo, self.rcv_nxt) else {
+        while self.rcv.rxq.len() < self.rcv.rxq.capacity() {
+            let Some(s) = ctx.ooo.pop_ready(&mut self.rcv.ooo, self.rcv.nxt) else {
                 break;
             };
             let l = u32::from(s.len);
-            self.rxq.push_back(s);
-            self.rxq_bytes += l;
-            self.rcv_nxt += l as usize;
+            self.rcv.rxq.push_back(s);
+            self.rcv.rxq_bytes += l;
+            self.rcv.nxt += l as usize;
             ctx.stats.bytes_in_order += u64::from(l);
         }
     }
@@ -675,24 +613,24 @@ impl<B: PacketBuf> Conn<B> {
     /// `tcp_sack_new_ofo_skb`: the block holding the new data goes first (RFC 2018 §4),
     /// merged with any block it now touches; older blocks follow.
     fn sack_new_ofo(&mut self, seq: SeqNumber, ctx: &Ctx<B>) {
-        if !self.sack_ok {
+        if !self.rcv.sack_ok {
             return;
         }
-        let Some((l, r)) = ctx.ooo.block_around(&self.ooo, seq) else {
+        let Some((l, r)) = ctx.ooo.block_around(&self.rcv.ooo, seq) else {
             return;
         };
-        self.sack.retain(|b| b.right < l || b.left > r);
-        if self.sack.is_full() {
-            self.sack.pop();
+        self.rcv.sack.retain(|b| b.right < l || b.left > r);
+        if self.rcv.sack.is_full() {
+            self.rcv.sack.pop();
         }
-        self.sack.insert(0, SackBlock { left: l, right: r });
+        self.rcv.sack.insert(0, SackBlock { left: l, right: r });
     }
 
     /// `tcp_sack_remove`: blocks at or below rcv_nxt are acknowledged cumulatively.
     fn prune_sack(&mut self) {
-        let nxt = self.rcv_nxt;
-        self.sack.retain(|b| b.right > nxt);
-        for b in self.sack.iter_mut() {
+        let nxt = self.rcv.nxt;
+        self.rcv.sack.retain(|b| b.right > nxt);
+        for b in self.rcv.sack.iter_mut() {
             if b.left < nxt {
                 b.left = nxt;
             }
@@ -701,18 +639,18 @@ impl<B: PacketBuf> Conn<B> {
 
     /// `tcp_fin`: the peer's FIN is in order.
     fn on_fin(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        self.ooo_fin = None;
-        self.rcv_nxt += 1;
-        self.peer_closed = true;
-        ctx.ooo.clear(&mut self.ooo);
-        self.sack.clear();
+        self.rcv.ooo_fin = None;
+        self.rcv.nxt += 1;
+        self.closing.peer_closed = true;
+        ctx.ooo.clear(&mut self.rcv.ooo);
+        self.rcv.sack.clear();
         // ACK the FIN at once (Linux delays it in pingpong mode and usually piggybacks it
         // on the application's FIN; a pure receiver has nothing to piggyback on).
         self.ack.ack_now(AckReason::Fin);
         match self.state {
             State::Established => {
                 self.state = State::CloseWait;
-                if !self.app_closed {
+                if !self.closing.app_closed {
                     ctx.event(Event::PeerClosed(self.id));
                 }
             }
@@ -724,12 +662,12 @@ impl<B: PacketBuf> Conn<B> {
 
     fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
-        self.fin_deadline = None;
-        self.tw_deadline = Some(now + self.time_wait);
+        self.closing.fin_deadline = None;
+        self.closing.tw_deadline = Some(now + self.closing.time_wait);
     }
 
     fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        self.fin_deadline = None;
+        self.closing.fin_deadline = None;
         match self.state {
             State::LastAck => {
                 self.state = State::Closed;
@@ -745,13 +683,13 @@ impl<B: PacketBuf> Conn<B> {
     /// The connection is gone (RST in or out); frees its buffers.
     fn reset(&mut self, ctx: &mut Ctx<B>, by_peer: bool) {
         self.state = State::Closed;
-        self.fin_deadline = None;
-        self.tw_deadline = None;
-        self.ack = AckState::new(self.ack.policy(), self.advmss, 536, Duration::ZERO);
+        self.closing.fin_deadline = None;
+        self.closing.tw_deadline = None;
+        self.ack = AckState::new(self.ack.policy(), self.rcv.advmss, 536, Duration::ZERO);
         self.acks.clear();
-        ctx.ooo.clear(&mut self.ooo);
-        self.rxq.clear();
-        self.rxq_bytes = 0;
+        ctx.ooo.clear(&mut self.rcv.ooo);
+        self.rcv.rxq.clear();
+        self.rcv.rxq_bytes = 0;
         let _ = by_peer;
         ctx.stats.conns_reset += 1;
         ctx.event(Event::Reset(self.id));
@@ -763,18 +701,18 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         self.reset(ctx, false);
-        self.rst_due = true;
+        self.closing.rst_due = true;
         self.mark_due(ctx);
     }
 
     /// The application closes (RFC 9293 §3.10.4): FIN, or RST if unread data is dropped
     /// (RFC 2525 §2.17, as Linux `tcp_close` does).
     pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        if self.app_closed {
+        if self.closing.app_closed {
             return;
         }
-        self.app_closed = true;
-        if self.rxq_bytes > 0 {
+        self.closing.app_closed = true;
+        if self.rcv.rxq_bytes > 0 {
             self.abort(ctx);
             return;
         }
@@ -783,9 +721,9 @@ impl<B: PacketBuf> Conn<B> {
             State::CloseWait => self.state = State::LastAck,
             _ => return,
         }
-        self.fin_due = true;
-        self.fin_tries = 0;
-        self.fin_deadline = Some(now + self.ack_rto());
+        self.closing.fin_due = true;
+        self.closing.fin_tries = 0;
+        self.closing.fin_deadline = Some(now + self.ack_rto());
         self.after_input(ctx);
     }
 
@@ -793,69 +731,24 @@ impl<B: PacketBuf> Conn<B> {
         Duration::from_millis(200)
     }
 
-    /// The application consumed `n` bytes: free them and run `tcp_cleanup_rbuf`.
-    pub(crate) fn consume(&mut self, n: u32, ctx: &mut Ctx<B>) -> u32 {
-        let n = n.min(self.rxq_bytes);
-        let mut left = n;
-        // The slices read whole leave together: one bulk free, not a free per segment.
-        let mut whole = 0;
-        for sl in self.rxq.iter_mut() {
-            if left == 0 {
-                break;
-            }
-            let l = u32::from(sl.len);
-            if l <= left {
-                left -= l;
-                whole += 1;
-            } else {
-                sl.off += left as u16;
-                sl.len -= left as u16;
-                left = 0;
-            }
-        }
-        for sl in self.rxq.drain(..whole) {
-            ctx.spent.push(sl.buf);
-        }
-        if self.rxq.is_empty() {
-            // Back to the buffer's first slots, as `AckQueue::pop_front` does: a queue read as
-            // fast as it fills reuses a few cache lines instead of walking its buffer.
-            self.rxq.clear();
-        }
-        self.rxq_bytes -= n;
-        self.readable_signalled = false;
-        let now_w = self.rcv_window_now();
-        let doubled = if 2 * u64::from(now_w) <= u64::from(self.rcv_buf) {
-            let new = self.candidate_window();
-            new > 0 && u64::from(new) >= 2 * u64::from(now_w)
-        } else {
-            false
-        };
-        let drained = self.rxq_bytes == 0 && self.ooo.is_empty();
-        let unacked = (self.rcv_nxt - self.rcv_wup) as u32;
-        self.ack
-            .cleanup_rbuf(n, unacked, drained, doubled, self.peer_closed);
-        self.after_input(ctx);
-        n
-    }
-
     pub(crate) fn handle_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.ack.handle_timeout(now);
-        if let Some(t) = self.fin_deadline {
+        if let Some(t) = self.closing.fin_deadline {
             if t <= now {
-                if self.fin_tries >= self.fin_retries {
+                if self.closing.fin_tries >= self.closing.fin_retries {
                     ctx.stats.dropped(DropReason::FinRetriesExhausted);
                     self.abort(ctx);
                     return;
                 }
-                self.fin_tries += 1;
-                self.fin_due = true;
-                let backoff = self.ack_rto().as_nanos() << self.fin_tries.min(10);
-                self.fin_deadline = Some(now + Duration::from_nanos(backoff));
+                self.closing.fin_tries += 1;
+                self.closing.fin_due = true;
+                let backoff = self.ack_rto().as_nanos() << self.closing.fin_tries.min(10);
+                self.closing.fin_deadline = Some(now + Duration::from_nanos(backoff));
             }
         }
-        if let Some(t) = self.tw_deadline {
+        if let Some(t) = self.closing.tw_deadline {
             if t <= now {
-                self.tw_deadline = None;
+                self.closing.tw_deadline = None;
                 self.state = State::Closed;
                 ctx.stats.conns_closed += 1;
                 ctx.event(Event::Closed(self.id));
@@ -873,19 +766,19 @@ impl<B: PacketBuf> Conn<B> {
         pool: &mut P,
         offload: bool,
     ) -> Result<Option<(B, AckReason)>, ()> {
-        if self.rst_due {
+        if self.closing.rst_due {
             let f = TcpFields {
-                seq: self.snd_nxt,
-                ack: self.rcv_nxt,
+                seq: self.snd.nxt,
+                ack: self.rcv.nxt,
                 flags: TcpFlags::RST | TcpFlags::ACK,
                 window: 0,
                 ts: Timestamp {
                     tsval: self.ts_now(now),
-                    tsecr: self.ts_recent,
+                    tsecr: self.rcv.ts_recent,
                 },
             };
             let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
-            self.rst_due = false;
+            self.closing.rst_due = false;
             return Ok(Some((b, AckReason::Rst)));
         }
         if let Some(snap) = self.acks.front() {
@@ -896,7 +789,7 @@ impl<B: PacketBuf> Conn<B> {
             let mut opt = [0u8; 36];
             let n = sack_option(snap.sack_blocks(), &mut opt);
             let f = TcpFields {
-                seq: self.snd_nxt,
+                seq: self.snd.nxt,
                 ack,
                 flags: TcpFlags::ACK,
                 window: snap.window,
@@ -907,44 +800,44 @@ impl<B: PacketBuf> Conn<B> {
             };
             let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
             self.acks.pop_front();
-            self.last_ack_sent = ack;
+            self.rcv.last_ack_sent = ack;
             return Ok(Some((b, reason)));
         }
-        if !self.fin_due {
+        if !self.closing.fin_due {
             return Ok(None);
         }
         // Our FIN (first or retransmitted) carries an ACK of everything received: it is
         // an ACK sent now (`tcp_send_fin` -> `tcp_transmit_skb` -> `tcp_event_ack_sent`).
         let window = self.select_window();
         let mut blocks: ArrayVec<SackBlock, MAX_SACK_BLOCKS> = ArrayVec::new();
-        if self.sack_ok {
+        if self.rcv.sack_ok {
             let max = self.tmpl.max_sack_blocks();
-            for b in self.dsack.iter().chain(self.sack.iter()).take(max) {
+            for b in self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max) {
                 blocks.push(*b);
             }
         }
         let mut opt = [0u8; 36];
         let n = sack_option(&blocks, &mut opt);
         let f = TcpFields {
-            seq: self.iss + 1,
-            ack: self.rcv_nxt,
+            seq: self.snd.iss + 1,
+            ack: self.rcv.nxt,
             flags: TcpFlags::ACK | TcpFlags::FIN,
             window,
             ts: Timestamp {
                 tsval: self.ts_now(now),
-                tsecr: self.ts_recent,
+                tsecr: self.rcv.ts_recent,
             },
         };
         let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-        self.fin_due = false;
-        self.last_ack_sent = self.rcv_nxt;
-        if !self.fin_sent {
-            self.fin_sent = true;
-            self.snd_nxt = self.iss + 2;
+        self.closing.fin_due = false;
+        self.rcv.last_ack_sent = self.rcv.nxt;
+        if !self.closing.fin_sent {
+            self.closing.fin_sent = true;
+            self.snd.nxt = self.snd.iss + 2;
         }
-        self.rcv_wup = self.rcv_nxt;
-        self.free_edge = self.rcv_nxt + self.free_space() as usize;
-        self.dsack = None;
+        self.rcv.wup = self.rcv.nxt;
+        self.rcv.free_edge = self.rcv.nxt + self.rcv.free_space() as usize;
+        self.rcv.dsack = None;
         self.ack.on_ack_sent();
         Ok(Some((b, AckReason::Fin)))
     }
@@ -955,12 +848,12 @@ impl<B: PacketBuf> Conn<B> {
         matches!(self.state, State::TimeWait | State::Closed)
             && seg.flags.contains(TcpFlags::SYN)
             && !seg.flags.contains(TcpFlags::ACK)
-            && seg.seq > self.rcv_nxt
+            && seg.seq > self.rcv.nxt
     }
 
     /// `true` when the connection is gone and nothing more is owed.
     pub(crate) fn reapable(&self) -> bool {
-        matches!(self.state, State::Closed) && !self.rst_due && !self.queued
+        matches!(self.state, State::Closed) && !self.closing.rst_due && !self.queued
     }
 
     /// Everything the public `ConnInfo` shows.
@@ -969,20 +862,20 @@ impl<B: PacketBuf> Conn<B> {
             id: self.id,
             flow: self.flow,
             state: self.state,
-            rcv_nxt: self.rcv_nxt,
-            unconsumed: self.rxq_bytes,
-            ooo_bytes: self.ooo.bytes,
-            window: self.rcv_window_now(),
+            rcv_nxt: self.rcv.nxt,
+            unconsumed: self.rcv.rxq_bytes,
+            ooo_bytes: self.rcv.ooo.bytes,
+            window: self.rcv.window(),
             rcv_mss: self.ack.rcv_mss(),
-            sack: self.sack_ok,
-            timestamps: self.ts_ok,
-            rcv_wscale: self.rcv_wscale,
-            snd_wscale: self.snd_wscale,
+            sack: self.rcv.sack_ok,
+            timestamps: self.rcv.ts_ok,
+            rcv_wscale: self.rcv.wscale,
+            snd_wscale: self.snd.wscale,
         }
     }
 
     pub(crate) fn release(&mut self, ctx: &mut Ctx<B>) {
-        ctx.ooo.clear(&mut self.ooo);
-        self.rxq.clear();
+        ctx.ooo.clear(&mut self.rcv.ooo);
+        self.rcv.rxq.clear();
     }
 }
