@@ -23,6 +23,7 @@ mod api;
 mod config;
 mod conn;
 pub(crate) mod cookie;
+mod input;
 mod listen;
 mod ooo;
 mod stats;

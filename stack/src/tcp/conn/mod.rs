@@ -16,21 +16,18 @@ use std::collections::VecDeque;
 
 use arrayvec::ArrayVec;
 
-use super::ooo::{OooPool, OooQueue, OooReject};
+use super::ooo::{OooPool, OooQueue};
 use super::table::Keyed;
 use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::{sack_option, AckTemplate, TcpFields};
-use crate::ack::{AckPush, AckQueue, AckReason, AckState, AckStats, SndCheck};
+use crate::ack::{AckPush, AckQueue, AckReason, AckState, AckStats};
 use crate::buf::{FreeBatch, PacketBuf};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
 use crate::wire::{SackBlock, TcpFlags, Timestamp, MAX_SACK_BLOCKS};
-
-/// RFC 7323 §5.5: TS.Recent is invalid after 24 days idle.
-const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 
 /// Per-core state a connection touches while it processes input.
 pub(crate) struct Ctx<B> {
@@ -58,7 +55,7 @@ impl<B> Ctx<B> {
         self.events.push_back(e);
     }
     /// RFC 5961 §7: a per-core limit on challenge ACKs (Linux `tcp_challenge_ack_limit`).
-    fn challenge_allowed(&mut self, now: Instant) -> bool {
+    pub(crate) fn challenge_allowed(&mut self, now: Instant) -> bool {
         if now - self.challenge_window >= Duration::from_secs(1) {
             self.challenge_window = now;
             self.challenge_count = 0;
@@ -145,11 +142,6 @@ impl<B> Keyed for Conn<B> {
     fn key(&self) -> &FlowKey {
         &self.flow
     }
-}
-
-/// `a` is before `b` in 32-bit timestamp space (RFC 7323 §5.2).
-fn ts_before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
 }
 
 impl<B: PacketBuf> Conn<B> {
@@ -248,7 +240,7 @@ impl<B: PacketBuf> Conn<B> {
     /// The end of an event (a segment, a timer, an application call): an ACK decided
     /// during it is snapshotted now, then the connection is queued for `poll_tx` if it owes
     /// anything.
-    fn after_input(&mut self, ctx: &mut Ctx<B>) {
+    pub(crate) fn after_input(&mut self, ctx: &mut Ctx<B>) {
         self.commit_ack(ctx);
         if !self.acks.is_empty() || self.closing.fin_due || self.closing.rst_due {
             self.mark_due(ctx);
@@ -297,348 +289,8 @@ impl<B: PacketBuf> Conn<B> {
         self.ack.on_ack_sent();
     }
 
-    /// RFC 5961 §7-limited challenge ACK.
-    fn challenge(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        if ctx.challenge_allowed(now) {
-            ctx.stats.challenge_acks += 1;
-            self.ack.ack_now(AckReason::Challenge);
-        } else {
-            ctx.stats.dropped(DropReason::ChallengeRateLimited);
-        }
-    }
-
-    /// `tcp_send_dupack`: old data gets a D-SACK and quickack mode; then ACK now.
-    fn send_dupack(&mut self, seq: SeqNumber, end: SeqNumber, has_data: bool) {
-        if has_data && seq < self.rcv.nxt {
-            let w = self.rcv.window();
-            self.ack.enter_quickack_mode(w);
-            if self.rcv.sack_ok {
-                self.rcv.dsack = Some(SackBlock {
-                    left: seq,
-                    right: end.min(self.rcv.nxt),
-                });
-            }
-        }
-        self.ack.ack_now(AckReason::Duplicate);
-    }
-
-    /// Processes one segment for this connection (RFC 9293 §3.10.7.4 order).
-    pub(crate) fn on_segment(&mut self, now: Instant, seg: &mut Segment<B>, ctx: &mut Ctx<B>) {
-        self.process(now, seg, ctx);
-        self.after_input(ctx);
-    }
-
-    fn process(&mut self, now: Instant, seg: &mut Segment<B>, ctx: &mut Ctx<B>) {
-        let flags = seg.flags;
-        let rst = flags.contains(TcpFlags::RST);
-        let mut fin = flags.contains(TcpFlags::FIN);
-        let plen = seg.payload.len();
-        let seq = seg.seq;
-        let end = seq + seg.seq_len();
-        if matches!(self.state, State::Closed) {
-            return;
-        }
-
-        // RFC 7323 §5.3 R1: PAWS, checked against the run's FIRST TSval (`opts.timestamp`),
-        // not its last (`ts_last`). GRO merges a segment only if its TSval is equal to or
-        // newer than the previous one's (DESIGN.md, GRO), so when the first passes every
-        // later TSval of the run passes too; and the first is the one TS.Recent takes and
-        // every ACK echoes (§4.3). Checking `ts_last` instead would let a run whose first
-        // segment is an old duplicate through, and taking TS.Recent from it would make the
-        // next run's first segment look older than TS.Recent whenever the sender's clock
-        // ticked inside a run. The cost: a run whose first segment fails PAWS is dropped
-        // whole (Linux, without GRO, would drop only that segment); the sender retransmits.
-        let ts = seg.opts.timestamp;
-        if self.rcv.ts_ok && !rst {
-            if let Some(t) = ts {
-                if ts_before(t.tsval, self.rcv.ts_recent)
-                    && now - self.rcv.ts_recent_stamp < PAWS_IDLE
-                    && self.rcv.ts_recent_stamp != Instant::ZERO
-                {
-                    ctx.stats.dropped(DropReason::Paws);
-                    self.send_dupack(seq, end, plen > 0);
-                    return;
-                }
-            }
-        }
-
-        // RFC 9293 §3.10.7.4 first: is the segment acceptable?
-        let wnd = self.rcv.window();
-        let seg_len = seg.seq_len();
-        let in_wnd = |s: SeqNumber| s.in_range(self.rcv.nxt, self.rcv.nxt + wnd as usize);
-        let acceptable = match (seg_len, wnd) {
-            (0, 0) => seq == self.rcv.nxt,
-            (0, _) => in_wnd(seq),
-            (_, 0) => false,
-            (_, _) => in_wnd(seq) || in_wnd(seq + (seg_len - 1)),
-        };
-        if !acceptable {
-            if rst {
-                ctx.stats.dropped(DropReason::RstOutOfWindow);
-                return;
-            }
-            if end <= self.rcv.nxt && seg_len > 0 {
-                ctx.stats.duplicate_segments += u64::from(seg.segs);
-            }
-            ctx.stats.dropped(DropReason::OutOfWindow);
-            self.send_dupack(seq, end, seg_len > 0);
-            return;
-        }
-
-        // RFC 5961 §3.2: only an exact RST resets; an in-window one gets a challenge ACK.
-        if rst {
-            if seq == self.rcv.nxt {
-                ctx.stats.resets_received += 1;
-                self.reset(ctx, true);
-            } else {
-                ctx.stats.dropped(DropReason::RstInWindow);
-                self.challenge(now, ctx);
-            }
-            return;
-        }
-        // RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK.
-        if flags.contains(TcpFlags::SYN) {
-            ctx.stats.dropped(DropReason::SynInWindow);
-            self.challenge(now, ctx);
-            return;
-        }
-        if !flags.contains(TcpFlags::ACK) {
-            ctx.stats.dropped(DropReason::NoAck);
-            return;
-        }
-        // RFC 5961 §5.2: SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT, else challenge ACK.
-        let min_ack = SeqNumber(self.snd.una.get().wrapping_sub(self.snd.max_wnd));
-        if seg.ack > self.snd.nxt || seg.ack < min_ack {
-            ctx.stats.dropped(DropReason::BadAck);
-            self.challenge(now, ctx);
-            return;
-        }
-        let wnd_scaled = u32::from(seg.window) << self.snd.wscale;
-        self.snd.max_wnd = self.snd.max_wnd.max(wnd_scaled);
-        if seg.ack > self.snd.una {
-            self.snd.una = seg.ack;
-            if self.closing.fin_sent && self.snd.una == self.snd.nxt {
-                self.our_fin_acked(now, ctx);
-                if matches!(self.state, State::Closed) {
-                    return;
-                }
-            }
-        }
-
-        // RFC 7323 §4.3 (3): TS.Recent from a segment with SEG.SEQ <= Last.ACK.sent. For a
-        // coalesced run this is the first segment's TSval: the ACK covering the run echoes
-        // the earliest unacknowledged segment's timestamp (§4.3 (2), as for a delayed ACK),
-        // so the sender's RTT sample includes the time GRO held the run. `ts_last` is not
-        // used for TS.Recent (see the PAWS check above).
-        if self.rcv.ts_ok {
-            if let Some(t) = ts {
-                if seq <= self.rcv.last_ack_sent && !ts_before(t.tsval, self.rcv.ts_recent) {
-                    self.rcv.ts_recent = t.tsval;
-                    self.rcv.ts_recent_stamp = now;
-                }
-            }
-        }
-
-        if plen == 0 && !fin {
-            return;
-        }
-        match self.state {
-            State::Established | State::FinWait1 | State::FinWait2 => {}
-            _ => {
-                // The peer's FIN was already received: nothing more may arrive.
-                if plen > 0 {
-                    ctx.stats.dropped(DropReason::DataAfterFin);
-                }
-                self.ack.ack_now(AckReason::Duplicate);
-                return;
-            }
-        }
-        if self.closing.app_closed && plen > 0 && end > self.rcv.nxt {
-            // RFC 9293 §3.10.7.4 / RFC 2525: data for a fully closed socket: reset.
-            ctx.stats.dropped(DropReason::DataAfterClose);
-            self.abort(ctx);
-            return;
-        }
-
-        // Trim to the window: the front (a partial retransmission, D-SACK its old part,
-        // RFC 2883 §4.1.2) and the tail (beyond the right edge; a FIN there is dropped).
-        let mut seq = seq;
-        if seq < self.rcv.nxt {
-            let cut = (self.rcv.nxt - seq) as u32;
-            if self.rcv.sack_ok {
-                self.rcv.dsack = Some(SackBlock {
-                    left: seq,
-                    right: self.rcv.nxt,
-                });
-            }
-            seg.payload.trim_front(cut.min(plen));
-            ctx.stats.duplicate_bytes += u64::from(cut.min(plen));
-            seq = self.rcv.nxt;
-        }
-        let right = self.rcv.nxt + wnd as usize;
-        let mut plen = seg.payload.len();
-        if seq + plen as usize > right {
-            let keep = (right - seq) as u32;
-            ctx.stats.dropped(DropReason::BeyondWindow);
-            seg.payload.truncate(keep);
-            plen = keep;
-            fin = false;
-        }
-        let psh = flags.contains(TcpFlags::PSH);
-        let remnant = flags.intersects(TcpFlags::FIN | TcpFlags::URG | TcpFlags::PSH);
-
-        if seq == self.rcv.nxt {
-            let had_ofo = !self.rcv.ooo.is_empty();
-            if plen > 0 {
-                if self.rcv.rxq.capacity() - self.rcv.rxq.len() < seg.payload.slice_count() {
-                    ctx.stats.dropped(DropReason::RxQueueFull);
-                    self.ack.ack_now(AckReason::Duplicate);
-                    return;
-                }
-                for s in seg.payload.drain() {
-                    self.rcv.rxq.push_back(s);
-                }
-                self.rcv.rxq_bytes += plen;
-                self.rcv.nxt += plen as usize;
-                ctx.stats.bytes_in_order += u64::from(plen);
-                ctx.stats.segments_in_order += u64::from(seg.segs);
-                let w = self.rcv.window();
-                self.ack.on_data(
-                    now,
-                    plen,
-                    u32::from(seg.gso_size),
-                    seg.segs,
-                    psh,
-                    remnant,
-                    w,
-                );
-            }
-            if fin {
-                self.rcv.ooo_fin = Some(self.rcv.nxt);
-            }
-            if had_ofo {
-                self.drain_ooo(ctx);
-                if self.rcv.ooo.is_empty() {
-                    // RFC 5681 §4.2: ACK at once when a segment fills a gap (ICSK_ACK_NOW).
-                    self.ack.ack_now(AckReason::GapFill);
-                }
-            }
-            self.prune_sack();
-            if plen > 0 {
-                self.signal_readable(ctx);
-            }
-            if self.rcv.ooo_fin == Some(self.rcv.nxt) {
-                self.on_fin(now, ctx);
-            }
-            let unacked = (self.rcv.nxt - self.rcv.wup) as u32;
-            let check = SndCheck {
-                unacked_bytes: unacked,
-                window_ok: self.rcv.window_ok(),
-                ofo: !self.rcv.ooo.is_empty(),
-                data_was_ofo: false,
-                sack: self.rcv.sack_ok,
-                rcv_nxt: self.rcv.nxt,
-            };
-            self.ack.snd_check(now, check);
-        } else {
-            // Out of order (seq > rcv_nxt): hold it, SACK it (RFC 2018 §4), ACK.
-            let segs = u64::from(seg.segs);
-            if fin {
-                self.rcv.ooo_fin = Some(seq + plen as usize);
-            }
-            if plen > 0 {
-                let n = seg.payload.slice_count();
-                let res = ctx.ooo.insert(
-                    &mut self.rcv.ooo,
-                    seq,
-                    plen,
-                    n,
-                    self.rcv.ooo_limit,
-                    seg.payload.drain(),
-                );
-                match res {
-                    Ok(0) => {
-                        ctx.stats.duplicate_segments += segs;
-                        ctx.stats.duplicate_bytes += u64::from(plen);
-                        if self.rcv.sack_ok {
-                            self.rcv.dsack = Some(SackBlock {
-                                left: seq,
-                                right: seq + plen as usize,
-                            });
-                        }
-                    }
-                    Ok(_) => {
-                        ctx.stats.ooo_segments += segs;
-                        ctx.stats.ooo_bytes += u64::from(plen);
-                        self.sack_new_ofo(seq, ctx);
-                    }
-                    Err(OooReject::ConnLimit) => ctx.stats.dropped(DropReason::OooConnLimit),
-                    Err(OooReject::CoreLimit) => ctx.stats.dropped(DropReason::OooCoreLimit),
-                }
-            }
-            self.ack.schedule();
-            let check = SndCheck {
-                unacked_bytes: (self.rcv.nxt - self.rcv.wup) as u32,
-                window_ok: self.rcv.window_ok(),
-                ofo: !self.rcv.ooo.is_empty(),
-                data_was_ofo: true,
-                sack: self.rcv.sack_ok,
-                rcv_nxt: self.rcv.nxt,
-            };
-            self.ack.snd_check(now, check);
-        }
-    }
-
-    fn signal_readable(&mut self, ctx: &mut Ctx<B>) {
-        if !self.rcv.readable_signalled && !self.closing.app_closed {
-            self.rcv.readable_signalled = true;
-            ctx.event(Event::Readable(self.id));
-        }
-    }
-
-    /// Moves now-contiguous out-of-order data to the receive queue (`tcp_ofo_queue`).
-    fn drain_ooo(&mut self, ctx: &mut Ctx<B>) {
-        while self.rcv.rxq.len() < self.rcv.rxq.capacity() {
-            let Some(s) = ctx.ooo.pop_ready(&mut self.rcv.ooo, self.rcv.nxt) else {
-                break;
-            };
-            let l = u32::from(s.len);
-            self.rcv.rxq.push_back(s);
-            self.rcv.rxq_bytes += l;
-            self.rcv.nxt += l as usize;
-            ctx.stats.bytes_in_order += u64::from(l);
-        }
-    }
-
-    /// `tcp_sack_new_ofo_skb`: the block holding the new data goes first (RFC 2018 §4),
-    /// merged with any block it now touches; older blocks follow.
-    fn sack_new_ofo(&mut self, seq: SeqNumber, ctx: &Ctx<B>) {
-        if !self.rcv.sack_ok {
-            return;
-        }
-        let Some((l, r)) = ctx.ooo.block_around(&self.rcv.ooo, seq) else {
-            return;
-        };
-        self.rcv.sack.retain(|b| b.right < l || b.left > r);
-        if self.rcv.sack.is_full() {
-            self.rcv.sack.pop();
-        }
-        self.rcv.sack.insert(0, SackBlock { left: l, right: r });
-    }
-
-    /// `tcp_sack_remove`: blocks at or below rcv_nxt are acknowledged cumulatively.
-    fn prune_sack(&mut self) {
-        let nxt = self.rcv.nxt;
-        self.rcv.sack.retain(|b| b.right > nxt);
-        for b in self.rcv.sack.iter_mut() {
-            if b.left < nxt {
-                b.left = nxt;
-            }
-        }
-    }
-
     /// `tcp_fin`: the peer's FIN is in order.
-    fn on_fin(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+    pub(crate) fn on_fin(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.rcv.ooo_fin = None;
         self.rcv.nxt += 1;
         self.closing.peer_closed = true;
@@ -666,7 +318,7 @@ impl<B: PacketBuf> Conn<B> {
         self.closing.tw_deadline = Some(now + self.closing.time_wait);
     }
 
-    fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+    pub(crate) fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.closing.fin_deadline = None;
         match self.state {
             State::LastAck => {
@@ -681,7 +333,7 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// The connection is gone (RST in or out); frees its buffers.
-    fn reset(&mut self, ctx: &mut Ctx<B>, by_peer: bool) {
+    pub(crate) fn reset(&mut self, ctx: &mut Ctx<B>, by_peer: bool) {
         self.state = State::Closed;
         self.closing.fin_deadline = None;
         self.closing.tw_deadline = None;
