@@ -20,12 +20,14 @@
 //! 5. sleep or spin until [`Tcp::poll_timeout`] or the next packet.
 
 mod api;
+mod close;
 mod config;
 mod conn;
 pub(crate) mod cookie;
 mod input;
 mod listen;
 mod ooo;
+mod output;
 mod stats;
 mod table;
 mod timer;
@@ -36,37 +38,20 @@ pub use stats::{DropReason, TcpStats};
 
 use std::collections::VecDeque;
 
-use crate::ack::template::{syn_options, AckTemplate, TcpFields};
-use crate::ack::{AckPolicy, AckReason, AckStats};
+use crate::ack::{AckPolicy, AckStats};
 use crate::buf::{BufPool, FreeBatch, PacketBuf, PayloadSlice};
 use crate::driver::Burst;
 use crate::flow::FlowKey;
 use crate::segment::Segment;
-use crate::seq::SeqNumber;
 use crate::time::Instant;
-use crate::wire::{TcpFlags, Timestamp};
 
 use conn::{Conn, Ctx};
 use cookie::SipKey;
-use listen::{HalfOpen, Listeners};
+use listen::Listeners;
 use ooo::OooPool;
+use output::Ctl;
 use table::Table;
 use timer::{Kind, Timers};
-
-/// A stateless frame to send: a RST or a SYN-ACK.
-#[derive(Clone, Copy, Debug)]
-struct Ctl {
-    flow: FlowKey,
-    local_mac: [u8; 6],
-    peer_mac: [u8; 6],
-    seq: SeqNumber,
-    ack: SeqNumber,
-    flags: TcpFlags,
-    window: u16,
-    ts: Option<Timestamp>,
-    syn: Option<(u16, Option<u8>, bool)>,
-    reason: AckReason,
-}
 
 /// One core's TCP receive stack. See the module documentation for the call order.
 pub struct Tcp<B> {
@@ -312,26 +297,7 @@ impl<B: PacketBuf> Tcp<B> {
             if out.is_full() {
                 break;
             }
-            let tmpl = AckTemplate::new(
-                &ctl.flow,
-                ctl.local_mac,
-                ctl.peer_mac,
-                ctl.ts.is_some(),
-                self.cfg.ttl,
-            );
-            let mut opts = [0u8; 12];
-            let n = match ctl.syn {
-                Some((mss, ws, sack)) => syn_options(mss, ws, sack, &mut opts),
-                None => 0,
-            };
-            let f = TcpFields {
-                seq: ctl.seq,
-                ack: ctl.ack,
-                flags: ctl.flags,
-                window: ctl.window,
-                ts: ctl.ts.unwrap_or_default(),
-            };
-            match tmpl.build(pool, &f, &opts[..n], tx_csum_offload) {
+            match ctl.build(pool, self.cfg.ttl, tx_csum_offload) {
                 Some(b) => {
                     self.ctx.ack_stats.count(ctl.reason);
                     out.push(b);
@@ -344,86 +310,6 @@ impl<B: PacketBuf> Tcp<B> {
             }
         }
         out.len() - start
-    }
-
-    fn push_ctl(&mut self, c: Ctl) {
-        if self.ctl.len() >= self.cfg.ctl_queue {
-            self.ctx.stats.dropped(DropReason::CtlQueueFull);
-            return;
-        }
-        self.ctl.push_back(c);
-    }
-
-    /// RFC 9293 §3.10.7.1: the reset for a segment that reached no connection.
-    fn send_rst_for(&mut self, seg: &Segment<B>) {
-        if seg.flags.contains(TcpFlags::RST) {
-            return;
-        }
-        let (seq, ack, flags) = if seg.flags.contains(TcpFlags::ACK) {
-            (seg.ack, SeqNumber(0), TcpFlags::RST)
-        } else {
-            (
-                SeqNumber(0),
-                seg.seq + seg.seq_len(),
-                TcpFlags::RST | TcpFlags::ACK,
-            )
-        };
-        self.ctx.stats.resets_sent += 1;
-        self.push_ctl(Ctl {
-            flow: seg.flow,
-            local_mac: seg.local_mac,
-            peer_mac: seg.peer_mac,
-            seq,
-            ack,
-            flags,
-            window: 0,
-            ts: None,
-            syn: None,
-            reason: AckReason::Rst,
-        });
-    }
-
-    fn queue_synack(&mut self, now: Instant, h: &HalfOpen) {
-        let ts = h.ts_recent.map(|r| Timestamp {
-            tsval: self.ts_clock(&h.flow, now),
-            tsecr: r,
-        });
-        let ws = h.peer_wscale.map(|_| self.rcv_wscale);
-        self.push_ctl(Ctl {
-            flow: h.flow,
-            local_mac: h.local_mac,
-            peer_mac: h.peer_mac,
-            seq: h.iss,
-            ack: h.irs + 1,
-            flags: TcpFlags::SYN | TcpFlags::ACK,
-            window: self.cfg.rcv_buf.min(65535) as u16,
-            ts,
-            syn: Some((self.advmss(h.flow.v6), ws, h.sack)),
-            reason: AckReason::Handshake,
-        });
-    }
-
-    /// The SYN-ACK that carries a SYN cookie (RFC 4987 §3.6) for `seg`'s SYN.
-    fn queue_cookie_synack(
-        &mut self,
-        seg: &Segment<B>,
-        iss: SeqNumber,
-        ts: Option<Timestamp>,
-        ws: Option<u8>,
-        sack: bool,
-    ) {
-        self.push_ctl(Ctl {
-            flow: seg.flow,
-            local_mac: seg.local_mac,
-            peer_mac: seg.peer_mac,
-            seq: iss,
-            ack: seg.seq + 1,
-            flags: TcpFlags::SYN | TcpFlags::ACK,
-            window: self.cfg.rcv_buf.min(65535) as u16,
-            ts,
-            syn: Some((self.advmss(seg.flow.v6), ws, sack)),
-            reason: AckReason::Handshake,
-        });
     }
 
     /// Processes one coalesced segment (GRO's output; a SYN or RST is a run of one).

@@ -20,14 +20,12 @@ use super::ooo::{OooPool, OooQueue};
 use super::table::Keyed;
 use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
-use crate::ack::template::{sack_option, AckTemplate, TcpFields};
-use crate::ack::{AckPush, AckQueue, AckReason, AckState, AckStats};
+use crate::ack::template::AckTemplate;
+use crate::ack::{AckQueue, AckState, AckStats};
 use crate::buf::{FreeBatch, PacketBuf};
 use crate::flow::FlowKey;
-use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
-use crate::wire::{SackBlock, TcpFlags, Timestamp, MAX_SACK_BLOCKS};
 
 /// Per-core state a connection touches while it processes input.
 pub(crate) struct Ctx<B> {
@@ -230,7 +228,7 @@ impl<B: PacketBuf> Conn<B> {
         )
     }
 
-    fn mark_due(&mut self, ctx: &mut Ctx<B>) {
+    pub(crate) fn mark_due(&mut self, ctx: &mut Ctx<B>) {
         if !self.queued {
             self.queued = true;
             ctx.due.push_back((self.id.slot, self.id.gen));
@@ -249,263 +247,14 @@ impl<B: PacketBuf> Conn<B> {
             .arm(Kind::Conn, self.id.slot, self.id.gen, self.deadline());
     }
 
-    /// `tcp_send_ack` at the moment of the decision: the ACK number, window (through
-    /// `tcp_select_window`, which also sets `rcv_wup`), TSecr and SACK blocks are taken now
-    /// and queued; the frame is built in `poll_tx`. Later decisions see the state this ACK
-    /// left (`rcv_nxt - rcv_wup` restarts from zero, one quick ACK is used up), exactly as
-    /// when Linux sends at once.
-    fn commit_ack(&mut self, ctx: &mut Ctx<B>) {
-        let Some(reason) = self.ack.due() else {
-            return;
-        };
-        if matches!(self.state, State::Closed) {
-            return;
-        }
-        let window = self.select_window();
-        let (ack, tsecr) = (self.rcv.nxt, self.rcv.ts_recent);
-        let sacks = self.rcv.sack_ok.then(|| {
-            let max = self.tmpl.max_sack_blocks().min(MAX_SACK_BLOCKS);
-            self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max)
-        });
-        // Written in place in the queue (see `AckQueue::push_with`).
-        let pushed = self.acks.push_with(|snap| {
-            snap.ack = ack;
-            snap.window = window;
-            snap.tsecr = tsecr;
-            snap.reason = reason;
-            for (slot, b) in snap.sack.iter_mut().zip(sacks.into_iter().flatten()) {
-                *slot = *b;
-                snap.sack_count += 1;
-            }
-        });
-        match pushed {
-            AckPush::Queued => {}
-            AckPush::Merged => ctx.ack_stats.merged += 1,
-            AckPush::Suppressed => ctx.ack_stats.suppressed += 1,
-        }
-        self.rcv.wup = self.rcv.nxt;
-        self.rcv.free_edge = self.rcv.nxt + self.rcv.free_space() as usize;
-        self.rcv.dsack = None;
-        self.ack.on_ack_sent();
-    }
-
-    /// `tcp_fin`: the peer's FIN is in order.
-    pub(crate) fn on_fin(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        self.rcv.ooo_fin = None;
-        self.rcv.nxt += 1;
-        self.closing.peer_closed = true;
-        ctx.ooo.clear(&mut self.rcv.ooo);
-        self.rcv.sack.clear();
-        // ACK the FIN at once (Linux delays it in pingpong mode and usually piggybacks it
-        // on the application's FIN; a pure receiver has nothing to piggyback on).
-        self.ack.ack_now(AckReason::Fin);
-        match self.state {
-            State::Established => {
-                self.state = State::CloseWait;
-                if !self.closing.app_closed {
-                    ctx.event(Event::PeerClosed(self.id));
-                }
-            }
-            State::FinWait1 => self.state = State::Closing,
-            State::FinWait2 => self.enter_time_wait(now),
-            _ => {}
-        }
-    }
-
-    fn enter_time_wait(&mut self, now: Instant) {
-        self.state = State::TimeWait;
-        self.closing.fin_deadline = None;
-        self.closing.tw_deadline = Some(now + self.closing.time_wait);
-    }
-
-    pub(crate) fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        self.closing.fin_deadline = None;
-        match self.state {
-            State::LastAck => {
-                self.state = State::Closed;
-                ctx.stats.conns_closed += 1;
-                ctx.event(Event::Closed(self.id));
-            }
-            State::FinWait1 => self.state = State::FinWait2,
-            State::Closing => self.enter_time_wait(now),
-            _ => {}
-        }
-    }
-
-    /// The connection is gone (RST in or out); frees its buffers.
-    pub(crate) fn reset(&mut self, ctx: &mut Ctx<B>, by_peer: bool) {
-        self.state = State::Closed;
-        self.closing.fin_deadline = None;
-        self.closing.tw_deadline = None;
-        self.ack = AckState::new(self.ack.policy(), self.rcv.advmss, 536, Duration::ZERO);
-        self.acks.clear();
-        ctx.ooo.clear(&mut self.rcv.ooo);
-        self.rcv.rxq.clear();
-        self.rcv.rxq_bytes = 0;
-        let _ = by_peer;
-        ctx.stats.conns_reset += 1;
-        ctx.event(Event::Reset(self.id));
-    }
-
-    /// Sends a RST and closes (application abort, data after close, FIN retries spent).
-    pub(crate) fn abort(&mut self, ctx: &mut Ctx<B>) {
-        if matches!(self.state, State::Closed) {
-            return;
-        }
-        self.reset(ctx, false);
-        self.closing.rst_due = true;
-        self.mark_due(ctx);
-    }
-
-    /// The application closes (RFC 9293 §3.10.4): FIN, or RST if unread data is dropped
-    /// (RFC 2525 §2.17, as Linux `tcp_close` does).
-    pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
-        if self.closing.app_closed {
-            return;
-        }
-        self.closing.app_closed = true;
-        if self.rcv.rxq_bytes > 0 {
-            self.abort(ctx);
-            return;
-        }
-        match self.state {
-            State::Established => self.state = State::FinWait1,
-            State::CloseWait => self.state = State::LastAck,
-            _ => return,
-        }
-        self.closing.fin_due = true;
-        self.closing.fin_tries = 0;
-        self.closing.fin_deadline = Some(now + self.ack_rto());
-        self.after_input(ctx);
-    }
-
-    fn ack_rto(&self) -> Duration {
-        Duration::from_millis(200)
-    }
-
+    /// Fires what is due at `now`: the ACK timers (delayed ACK, SACK compression), then
+    /// the closing states' (FIN retransmission, TIME-WAIT), and re-arms the rest.
     pub(crate) fn handle_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.ack.handle_timeout(now);
-        if let Some(t) = self.closing.fin_deadline {
-            if t <= now {
-                if self.closing.fin_tries >= self.closing.fin_retries {
-                    ctx.stats.dropped(DropReason::FinRetriesExhausted);
-                    self.abort(ctx);
-                    return;
-                }
-                self.closing.fin_tries += 1;
-                self.closing.fin_due = true;
-                let backoff = self.ack_rto().as_nanos() << self.closing.fin_tries.min(10);
-                self.closing.fin_deadline = Some(now + Duration::from_nanos(backoff));
-            }
-        }
-        if let Some(t) = self.closing.tw_deadline {
-            if t <= now {
-                self.closing.tw_deadline = None;
-                self.state = State::Closed;
-                ctx.stats.conns_closed += 1;
-                ctx.event(Event::Closed(self.id));
-            }
+        if self.closing_timeout(now, ctx).is_break() {
+            return;
         }
         self.after_input(ctx);
-    }
-
-    /// Builds the next frame this connection owes into a buffer: a RST, else the oldest
-    /// queued ACK, else our FIN. `Ok(None)`: nothing is owed. `Err(())`: the pool is empty
-    /// (nothing is consumed; it stays owed).
-    pub(crate) fn build<P: crate::buf::BufPool<Buf = B>>(
-        &mut self,
-        now: Instant,
-        pool: &mut P,
-        offload: bool,
-    ) -> Result<Option<(B, AckReason)>, ()> {
-        if self.closing.rst_due {
-            let f = TcpFields {
-                seq: self.snd.nxt,
-                ack: self.rcv.nxt,
-                flags: TcpFlags::RST | TcpFlags::ACK,
-                window: 0,
-                ts: Timestamp {
-                    tsval: self.ts_now(now),
-                    tsecr: self.rcv.ts_recent,
-                },
-            };
-            let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
-            self.closing.rst_due = false;
-            return Ok(Some((b, AckReason::Rst)));
-        }
-        if let Some(snap) = self.acks.front() {
-            // Field by field, not a copy of the whole snapshot: one queued moments ago
-            // (by `consume`, just before `poll_tx`) may still be in the store buffer,
-            // and a wide load over its narrow stores would wait for them to drain.
-            let (ack, reason) = (snap.ack, snap.reason);
-            let mut opt = [0u8; 36];
-            let n = sack_option(snap.sack_blocks(), &mut opt);
-            let f = TcpFields {
-                seq: self.snd.nxt,
-                ack,
-                flags: TcpFlags::ACK,
-                window: snap.window,
-                ts: Timestamp {
-                    tsval: self.ts_now(now),
-                    tsecr: snap.tsecr,
-                },
-            };
-            let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-            self.acks.pop_front();
-            self.rcv.last_ack_sent = ack;
-            return Ok(Some((b, reason)));
-        }
-        if !self.closing.fin_due {
-            return Ok(None);
-        }
-        // Our FIN (first or retransmitted) carries an ACK of everything received: it is
-        // an ACK sent now (`tcp_send_fin` -> `tcp_transmit_skb` -> `tcp_event_ack_sent`).
-        let window = self.select_window();
-        let mut blocks: ArrayVec<SackBlock, MAX_SACK_BLOCKS> = ArrayVec::new();
-        if self.rcv.sack_ok {
-            let max = self.tmpl.max_sack_blocks();
-            for b in self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max) {
-                blocks.push(*b);
-            }
-        }
-        let mut opt = [0u8; 36];
-        let n = sack_option(&blocks, &mut opt);
-        let f = TcpFields {
-            seq: self.snd.iss + 1,
-            ack: self.rcv.nxt,
-            flags: TcpFlags::ACK | TcpFlags::FIN,
-            window,
-            ts: Timestamp {
-                tsval: self.ts_now(now),
-                tsecr: self.rcv.ts_recent,
-            },
-        };
-        let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-        self.closing.fin_due = false;
-        self.rcv.last_ack_sent = self.rcv.nxt;
-        if !self.closing.fin_sent {
-            self.closing.fin_sent = true;
-            self.snd.nxt = self.snd.iss + 2;
-        }
-        self.rcv.wup = self.rcv.nxt;
-        self.rcv.free_edge = self.rcv.nxt + self.rcv.free_space() as usize;
-        self.rcv.dsack = None;
-        self.ack.on_ack_sent();
-        Ok(Some((b, AckReason::Fin)))
-    }
-
-    /// RFC 9293 §3.10.7.4 note / RFC 6191: a SYN above what this TIME-WAIT (or closed)
-    /// connection received may open a new connection on the same flow.
-    pub(crate) fn reopened_by(&self, seg: &Segment<B>) -> bool {
-        matches!(self.state, State::TimeWait | State::Closed)
-            && seg.flags.contains(TcpFlags::SYN)
-            && !seg.flags.contains(TcpFlags::ACK)
-            && seg.seq > self.rcv.nxt
-    }
-
-    /// `true` when the connection is gone and nothing more is owed.
-    pub(crate) fn reapable(&self) -> bool {
-        matches!(self.state, State::Closed) && !self.closing.rst_due && !self.queued
     }
 
     /// Everything the public `ConnInfo` shows.
