@@ -51,12 +51,15 @@ impl<B: PacketBuf> Conn<B> {
         }
     }
 
+    /// TIME-WAIT: 2 MSL (`TcpConfig::time_wait`) before the connection is gone.
     fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
         self.closing.fin_deadline = None;
         self.closing.tw_deadline = Some(now + self.closing.time_wait);
     }
 
+    /// Our FIN is acknowledged (RFC 9293 §3.10.7.4 fifth, for FIN-WAIT-1, CLOSING and
+    /// LAST-ACK).
     pub(crate) fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.closing.fin_deadline = None;
         match self.state {

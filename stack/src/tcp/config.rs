@@ -25,10 +25,10 @@ pub struct TcpConfig {
     /// ACKs one connection may have decided and not yet sent (allocated at set-up). Every
     /// decision to ACK now yields its own frame, as in Linux; beyond this many in one loop
     /// iteration the oldest are merged into a stretch ACK and counted in
-    /// [`AckStats::merged`](crate::ack::AckStats::merged). 128 holds the one-ACK-per-two-segments of a full receive
-    /// burst ([`crate::driver::MAX_BURST`]) from one flow with GRO off; a snapshot takes at
-    /// most 48 bytes and the queue keeps one spare slot (a test checks the default stays
-    /// within 6 KiB per connection).
+    /// [`AckStats::merged`](crate::ack::AckStats::merged). 128 holds the
+    /// one-ACK-per-two-segments of a full receive burst ([`crate::driver::MAX_BURST`])
+    /// from one flow with GRO off; a snapshot takes at most 48 bytes and the queue keeps
+    /// one spare slot (a test checks the default stays within 6 KiB per connection).
     pub ack_queue: usize,
     /// Seed of the keyed hash behind ISNs and SYN cookies. Use a random value in
     /// production.

@@ -25,6 +25,7 @@ use crate::seq::SeqNumber;
 use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, Timestamp};
 
+/// The first SYN-ACK retransmission timeout (RFC 6298 §2.1: 1 s), doubled on each retry.
 const SYNACK_RTO: Duration = Duration::from_secs(1);
 /// Cookie ACKs are accepted for this long after the half-open table last overflowed
 /// (Linux `tcp_synq_no_recent_overflow`: 2 minutes).

@@ -1,8 +1,30 @@
 //! TCP receive: listeners, the handshake, connections, delivery to the application.
 //!
-//! Read first: RFC 9293 §3.10 (event processing), §3.10.7.1-2 (CLOSED and LISTEN),
-//! RFC 4987 §3.6 and Linux `net/ipv4/syncookies.c` (SYN cookies), RFC 6528 (ISNs),
-//! then [`conn`](self) for the synchronized states and [`crate::ack`] for the ACK policy.
+//! Read first: RFC 9293 §3.10 (event processing: §3.10.7.1-2, CLOSED and LISTEN, in
+//! `listen.rs`; §3.10.7.4, the synchronized states, in `input.rs`), RFC 4987 §3.6 and
+//! Linux `net/ipv4/syncookies.c` (SYN cookies), RFC 6528 (ISNs), then [`crate::ack`] for
+//! the ACK policy.
+//!
+//! # Where things are
+//!
+//! - `api.rs`, `config.rs`, `stats.rs`: what the application sees ([`ConnId`], [`Event`],
+//!   [`State`], [`ConnInfo`], [`TcpError`]), [`TcpConfig`], and [`TcpStats`] with
+//!   [`DropReason`].
+//! - `listen.rs`: LISTEN and SYN-RECEIVED: the listening ports, the half-open table, SYN
+//!   cookies (their arithmetic and the ISNs are in `cookie.rs`), and establishing a
+//!   connection.
+//! - `conn/`: one connection, its state in three parts: receive (`conn/recv.rs`), send
+//!   (`conn/send.rs`, where the send buffer, the retransmission queue and congestion
+//!   control of the send path go) and close (`Closing`).
+//! - `input.rs`: a segment on a connection, one function per step of RFC 9293 §3.10.7.4.
+//! - `close.rs`: the closing states (FIN, FIN-WAIT, CLOSING, LAST-ACK, TIME-WAIT, RST).
+//! - `output.rs`: every frame TCP sends: ACKs, FINs and RSTs of connections, SYN-ACKs and
+//!   RSTs of the listener.
+//! - `ooo.rs` (out-of-order assembly), `table.rs` (the connection and half-open tables),
+//!   `timer.rs` (the timer heap).
+//!
+//! A segment given to [`Tcp::handle_segment`] goes to the connection with its flow; with
+//! none, to the listener, which answers it or establishes the connection it then goes to.
 //!
 //! [`Tcp`] is one core's TCP: sans-IO, no clock, no allocation per packet (tables, the
 //! out-of-order pool and every queue are sized at construction; a connection's receive

@@ -196,6 +196,8 @@ impl Ctl {
 }
 
 impl<B: PacketBuf> Tcp<B> {
+    /// Queues a stateless frame for the next `poll_tx`; counted and dropped when the queue
+    /// is full.
     fn push_ctl(&mut self, c: Ctl) {
         if self.ctl.len() >= self.cfg.ctl_queue {
             self.ctx.stats.dropped(DropReason::CtlQueueFull);
@@ -233,6 +235,8 @@ impl<B: PacketBuf> Tcp<B> {
         });
     }
 
+    /// The SYN-ACK of a half-open entry (first or retransmitted). Its window is not scaled
+    /// (RFC 7323 §2.2): min(rcv_buf, 65535).
     pub(super) fn queue_synack(&mut self, now: Instant, h: &HalfOpen) {
         let ts = h.ts_recent.map(|r| Timestamp {
             tsval: self.ts_clock(&h.flow, now),

@@ -1,10 +1,12 @@
-//! One synchronized connection: receive processing (RFC 9293 §3.10.7.4), the receive
-//! window, SACK/D-SACK, timestamps/PAWS, RFC 5961 checks, orderly close.
+//! One synchronized connection: its state, set up from a completed handshake, and the
+//! glue every event ends with (`after_input`: snapshot a decided ACK, queue the
+//! connection for `poll_tx`, re-arm its timer).
 //!
-//! Read first: RFC 9293 §3.10.7.4 (the order of checks on an arriving segment), RFC 7323
-//! §4.3 and §5 (TS.Recent, PAWS), RFC 2018 §4 and RFC 2883 (SACK, D-SACK), RFC 5961
-//! §3-5 (blind RST/SYN/ACK), RFC 9293 §3.8.6.2.2 (receiver SWS avoidance, the right edge
-//! never moves left), Linux `tcp_validate_incoming`, `tcp_data_queue`, `tcp_fin`.
+//! Its state is in three parts: the receive side (`recv.rs`: RFC 9293 §3.3.1's receive
+//! sequence variables, the window, TS.Recent, SACK, the queues), the send side
+//! (`send.rs`: the send sequence variables, and the place of the send path) and the close
+//! part ([`Closing`]). What moves them is elsewhere in `tcp/`: `input.rs` (RFC 9293
+//! §3.10.7.4), `close.rs` (the closing states) and `output.rs` (the frames).
 
 mod recv;
 mod send;

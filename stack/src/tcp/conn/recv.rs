@@ -87,13 +87,13 @@ impl<B> Recv<B> {
     }
 
     /// `__tcp_select_window() >= rcv_wnd` in `__tcp_ack_snd_check`: an ACK now would not
-    /// pull the right edge back (docs/reference/linux-receive-path.md §3). Linux compares window sizes
-    /// because its window is capped by `rcv_ssthresh` well below the free space, so in bulk
-    /// transfer unread data does not shrink it; weir offers its whole free space, so a size
-    /// comparison would fail for every unread byte and no stretch ACK would ever go out
-    /// before the application reads. Comparing right edges keeps Linux's intent: the ACK
-    /// is held back only while buffer space is being lost (out-of-order data), not merely
-    /// because the application has not read yet.
+    /// pull the right edge back (docs/reference/linux-receive-path.md §3). Linux compares
+    /// window sizes because its window is capped by `rcv_ssthresh` well below the free
+    /// space, so in bulk transfer unread data does not shrink it; weir offers its whole
+    /// free space, so a size comparison would fail for every unread byte and no stretch
+    /// ACK would ever go out before the application reads. Comparing right edges keeps
+    /// Linux's intent: the ACK is held back only while buffer space is being lost
+    /// (out-of-order data), not merely because the application has not read yet.
     /// Edges are compared before rounding to the window scale (`free_edge`), so rounding
     /// never makes an unchanged buffer look like a shrinking one.
     pub(crate) fn window_ok(&self) -> bool {
