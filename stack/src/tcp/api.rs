@@ -1,0 +1,114 @@
+//! What the application sees of TCP: connection handles, events, states, snapshots and
+//! the errors of the control-plane calls.
+
+use crate::flow::FlowKey;
+use crate::seq::SeqNumber;
+
+/// A connection handle: a table slot and a generation, so a stale handle never reaches a
+/// newer connection in the same slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnId {
+    pub(super) slot: u32,
+    pub(super) gen: u32,
+}
+
+impl ConnId {
+    /// The table slot (stable for the connection's life, reused afterwards).
+    pub fn index(self) -> u32 {
+        self.slot
+    }
+    /// The slot's generation.
+    pub fn generation(self) -> u32 {
+        self.gen
+    }
+}
+
+/// Connection states (RFC 9293 §3.3.2) that a [`ConnId`] can be in; LISTEN and
+/// SYN-RECEIVED live in the listener and the half-open table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Data flows.
+    Established,
+    /// The peer sent FIN; the application has not closed.
+    CloseWait,
+    /// Both closed; our FIN awaits its ACK.
+    LastAck,
+    /// The application closed first; our FIN awaits its ACK.
+    FinWait1,
+    /// Our FIN is acknowledged; waiting for the peer's.
+    FinWait2,
+    /// Both FINs crossed.
+    Closing,
+    /// Waiting 2 MSL after an active close.
+    TimeWait,
+    /// Gone.
+    Closed,
+}
+
+/// What happened to a connection, for the application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A connection completed the handshake.
+    Opened(ConnId),
+    /// New in-order data is ready for [`Tcp::recv`](super::Tcp::recv).
+    Readable(ConnId),
+    /// The peer closed its side (FIN); read what is left, then
+    /// [`Tcp::close`](super::Tcp::close).
+    PeerClosed(ConnId),
+    /// The connection closed cleanly; the handle is now invalid.
+    Closed(ConnId),
+    /// The connection was reset (RST received or sent); the handle is now invalid.
+    Reset(ConnId),
+}
+
+/// A snapshot of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnInfo {
+    /// The handle.
+    pub id: ConnId,
+    /// The flow (`src` is the peer).
+    pub flow: FlowKey,
+    /// The state.
+    pub state: State,
+    /// Next sequence number expected.
+    pub rcv_nxt: SeqNumber,
+    /// Bytes received in order and not yet consumed.
+    pub unconsumed: u32,
+    /// Bytes held out of order.
+    pub ooo_bytes: u32,
+    /// The window offered now (right edge minus rcv_nxt).
+    pub window: u32,
+    /// The receiver's MSS estimate.
+    pub rcv_mss: u32,
+    /// SACK negotiated.
+    pub sack: bool,
+    /// Timestamps negotiated.
+    pub timestamps: bool,
+    /// Our window scale shift (0 if not negotiated).
+    pub rcv_wscale: u8,
+    /// The peer's window scale shift (0 if not negotiated).
+    pub snd_wscale: u8,
+}
+
+/// Errors of the control-plane calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpError {
+    /// The handle names no live connection (closed, reset or never valid).
+    UnknownConnection,
+    /// Already listening on this port.
+    AlreadyListening,
+    /// No room for another listener (64 per core).
+    TooManyListeners,
+}
+
+impl core::fmt::Display for TcpError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            TcpError::UnknownConnection => "no such connection (closed or reset)",
+            TcpError::AlreadyListening => "already listening on this port",
+            TcpError::TooManyListeners => "too many listeners (at most 64 per core)",
+        })
+    }
+}
+
+impl std::error::Error for TcpError {}

@@ -1,0 +1,161 @@
+//! The closing states (RFC 9293 §3.6): the peer's FIN, our FIN and its retransmission,
+//! FIN-WAIT-1/2, CLOSING, CLOSE-WAIT, LAST-ACK, TIME-WAIT, resets and aborts.
+//!
+//! Read first: RFC 9293 §3.6 (closing a connection), §3.10.4 (CLOSE call) and the eighth
+//! step of §3.10.7.4, RFC 2525 §2.17 (reset when unread data is dropped), RFC 6191
+//! (reopening TIME-WAIT with a new SYN), Linux `tcp_fin`, `tcp_close`, `tcp_time_wait`.
+//!
+//! The state these functions move lives in the connection's close part
+//! ([`Closing`](super::conn::Closing)).
+
+use std::ops::ControlFlow;
+
+use super::conn::{Conn, Ctx};
+use super::{DropReason, Event, State};
+use crate::ack::{AckReason, AckState};
+use crate::buf::PacketBuf;
+use crate::segment::Segment;
+use crate::time::{Duration, Instant};
+use crate::wire::TcpFlags;
+
+impl<B: PacketBuf> Conn<B> {
+    /// RFC 9293 §3.10.7.4 note / RFC 6191: a SYN above what this TIME-WAIT (or closed)
+    /// connection received may open a new connection on the same flow.
+    pub(crate) fn reopened_by(&self, seg: &Segment<B>) -> bool {
+        matches!(self.state, State::TimeWait | State::Closed)
+            && seg.flags.contains(TcpFlags::SYN)
+            && !seg.flags.contains(TcpFlags::ACK)
+            && seg.seq > self.rcv.nxt
+    }
+
+    /// `tcp_fin`: the peer's FIN is in order.
+    pub(crate) fn on_fin(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        self.rcv.ooo_fin = None;
+        self.rcv.nxt += 1;
+        self.closing.peer_closed = true;
+        ctx.ooo.clear(&mut self.rcv.ooo);
+        self.rcv.sack.clear();
+        // ACK the FIN at once (Linux delays it in pingpong mode and usually piggybacks it
+        // on the application's FIN; a pure receiver has nothing to piggyback on).
+        self.ack.ack_now(AckReason::Fin);
+        match self.state {
+            State::Established => {
+                self.state = State::CloseWait;
+                if !self.closing.app_closed {
+                    ctx.event(Event::PeerClosed(self.id));
+                }
+            }
+            State::FinWait1 => self.state = State::Closing,
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    /// TIME-WAIT: 2 MSL (`TcpConfig::time_wait`) before the connection is gone.
+    fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.closing.fin_deadline = None;
+        self.closing.tw_deadline = Some(now + self.closing.time_wait);
+    }
+
+    /// Our FIN is acknowledged (RFC 9293 §3.10.7.4 fifth, for FIN-WAIT-1, CLOSING and
+    /// LAST-ACK).
+    pub(crate) fn our_fin_acked(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        self.closing.fin_deadline = None;
+        match self.state {
+            State::LastAck => {
+                self.state = State::Closed;
+                ctx.stats.conns_closed += 1;
+                ctx.event(Event::Closed(self.id));
+            }
+            State::FinWait1 => self.state = State::FinWait2,
+            State::Closing => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    /// The connection is gone (RST in or out); frees its buffers.
+    pub(crate) fn reset(&mut self, ctx: &mut Ctx<B>, by_peer: bool) {
+        self.state = State::Closed;
+        self.closing.fin_deadline = None;
+        self.closing.tw_deadline = None;
+        self.ack = AckState::new(self.ack.policy(), self.rcv.advmss, 536, Duration::ZERO);
+        self.acks.clear();
+        ctx.ooo.clear(&mut self.rcv.ooo);
+        self.rcv.rxq.clear();
+        self.rcv.rxq_bytes = 0;
+        let _ = by_peer;
+        ctx.stats.conns_reset += 1;
+        ctx.event(Event::Reset(self.id));
+    }
+
+    /// Sends a RST and closes (application abort, data after close, FIN retries spent).
+    pub(crate) fn abort(&mut self, ctx: &mut Ctx<B>) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.reset(ctx, false);
+        self.closing.rst_due = true;
+        self.mark_due(ctx);
+    }
+
+    /// The application closes (RFC 9293 §3.10.4): FIN, or RST if unread data is dropped
+    /// (RFC 2525 §2.17, as Linux `tcp_close` does).
+    pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        if self.closing.app_closed {
+            return;
+        }
+        self.closing.app_closed = true;
+        if self.rcv.rxq_bytes > 0 {
+            self.abort(ctx);
+            return;
+        }
+        match self.state {
+            State::Established => self.state = State::FinWait1,
+            State::CloseWait => self.state = State::LastAck,
+            _ => return,
+        }
+        self.closing.fin_due = true;
+        self.closing.fin_tries = 0;
+        self.closing.fin_deadline = Some(now + self.fin_rto());
+        self.after_input(ctx);
+    }
+
+    /// The first retransmission timeout of our FIN: a fixed 200 ms (weir keeps no RTT
+    /// estimate for its own segments yet); each retry doubles it.
+    fn fin_rto(&self) -> Duration {
+        Duration::from_millis(200)
+    }
+
+    /// The closing states' timers: our FIN is retransmitted with exponential backoff, or
+    /// after `fin_retries` the connection is reset (`Break`); TIME-WAIT ends in CLOSED.
+    pub(crate) fn closing_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
+        if let Some(t) = self.closing.fin_deadline {
+            if t <= now {
+                if self.closing.fin_tries >= self.closing.fin_retries {
+                    ctx.stats.dropped(DropReason::FinRetriesExhausted);
+                    self.abort(ctx);
+                    return ControlFlow::Break(());
+                }
+                self.closing.fin_tries += 1;
+                self.closing.fin_due = true;
+                let backoff = self.fin_rto().as_nanos() << self.closing.fin_tries.min(10);
+                self.closing.fin_deadline = Some(now + Duration::from_nanos(backoff));
+            }
+        }
+        if let Some(t) = self.closing.tw_deadline {
+            if t <= now {
+                self.closing.tw_deadline = None;
+                self.state = State::Closed;
+                ctx.stats.conns_closed += 1;
+                ctx.event(Event::Closed(self.id));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// `true` when the connection is gone and nothing more is owed.
+    pub(crate) fn reapable(&self) -> bool {
+        matches!(self.state, State::Closed) && !self.closing.rst_due && !self.queued
+    }
+}

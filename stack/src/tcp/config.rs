@@ -1,0 +1,72 @@
+//! The configuration of one core's TCP.
+
+use crate::time::Duration;
+
+/// Configuration of one core's TCP.
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Most established connections (the connection table's fixed size).
+    pub max_conns: usize,
+    /// Most half-open (SYN-RECEIVED) entries; beyond it SYN cookies answer (RFC 4987).
+    pub max_half_open: usize,
+    /// Receive buffer per connection: the window is this minus unconsumed and
+    /// out-of-order bytes.
+    pub rcv_buf: u32,
+    /// Link MTU; the advertised MSS is MTU - 40 (IPv4) or MTU - 60 (IPv6).
+    pub mtu: u16,
+    /// Out-of-order bytes one connection may hold.
+    pub ooo_conn_bytes: u32,
+    /// Out-of-order bytes all connections of the core may hold.
+    pub ooo_core_bytes: usize,
+    /// Out-of-order payload slices (buffers) the core may hold.
+    pub ooo_core_slices: usize,
+    /// Payload slices one connection's receive queue holds (allocated at set-up).
+    pub rxq_slices: usize,
+    /// ACKs one connection may have decided and not yet sent (allocated at set-up). Every
+    /// decision to ACK now yields its own frame, as in Linux; beyond this many in one loop
+    /// iteration the oldest are merged into a stretch ACK and counted in
+    /// [`AckStats::merged`](crate::ack::AckStats::merged). 128 holds the
+    /// one-ACK-per-two-segments of a full receive burst ([`crate::driver::MAX_BURST`])
+    /// from one flow with GRO off; a snapshot takes at most 48 bytes and the queue keeps
+    /// one spare slot (a test checks the default stays within 6 KiB per connection).
+    pub ack_queue: usize,
+    /// Seed of the keyed hash behind ISNs and SYN cookies. Use a random value in
+    /// production.
+    pub seed: u64,
+    /// SYN-ACK retransmissions before a half-open entry is dropped (Linux
+    /// `tcp_synack_retries` = 5).
+    pub synack_retries: u8,
+    /// FIN retransmissions before the connection is reset.
+    pub fin_retries: u8,
+    /// TIME-WAIT duration after an active close (2 MSL; Linux uses 60 s).
+    pub time_wait: Duration,
+    /// Challenge ACKs per second per core (RFC 5961 §7; Linux `tcp_challenge_ack_limit`).
+    pub challenge_ack_limit: u32,
+    /// Stateless frames (RSTs, SYN-ACKs) queued for the next `poll_tx`.
+    pub ctl_queue: usize,
+    /// TTL / hop limit of the segments weir sends.
+    pub ttl: u8,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            max_conns: 1024,
+            max_half_open: 256,
+            rcv_buf: 256 * 1024,
+            mtu: 1500,
+            ooo_conn_bytes: 256 * 1024,
+            ooo_core_bytes: 16 << 20,
+            ooo_core_slices: 16 * 1024,
+            rxq_slices: 512,
+            ack_queue: 128,
+            seed: 0x7765_6972,
+            synack_retries: 5,
+            fin_retries: 6,
+            time_wait: Duration::from_secs(60),
+            challenge_ack_limit: 1000,
+            ctl_queue: 256,
+            ttl: 64,
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The receive side of a connection: RFC 9293 §3.3.1's receive sequence variables, the
+//! window we offer, TS.Recent, SACK state, the out-of-order and receive queues, and what
+//! the application reads.
+//!
+//! Read first: RFC 9293 §3.8.6.2.2 (receiver SWS avoidance; the right edge never moves
+//! left), RFC 7323 §4.3 (TS.Recent, Last.ACK.sent), RFC 2018 §4 and RFC 2883 (SACK,
+//! D-SACK), Linux `tcp_select_window` and `tcp_cleanup_rbuf`.
+
+use std::collections::VecDeque;
+
+use arrayvec::ArrayVec;
+
+use super::{Conn, Ctx};
+use crate::buf::{PacketBuf, PayloadSlice};
+use crate::seq::SeqNumber;
+use crate::tcp::ooo::OooQueue;
+use crate::time::Instant;
+use crate::wire::{SackBlock, MAX_SACK_BLOCKS};
+
+/// The receive side of one connection.
+pub(crate) struct Recv<B> {
+    /// RCV.NXT: the next sequence number expected.
+    pub(crate) nxt: SeqNumber,
+    /// RCV.NXT when the last ACK was decided (Linux `rcv_wup`).
+    pub(crate) wup: SeqNumber,
+    /// RFC 7323 §4.3 Last.ACK.sent: the ACK number of the last frame `poll_tx` built. ACKs
+    /// are decided (and `wup` moves) during input, but they leave in the loop
+    /// iteration's batch; until then TS.Recent keeps the TSval of the earliest segment not
+    /// yet acknowledged on the wire, which is the one every ACK of the batch echoes.
+    pub(crate) last_ack_sent: SeqNumber,
+    /// `nxt + free space` when the last ACK was decided: the right edge the buffer
+    /// allowed then, before SWS avoidance and scale rounding (see `window_ok`).
+    pub(crate) free_edge: SeqNumber,
+    /// The right edge of the window advertised (RCV.NXT + RCV.WND when it was sent).
+    pub(crate) right: SeqNumber,
+    /// The receive buffer: the window is this minus unconsumed and out-of-order bytes.
+    pub(crate) buf: u32,
+    /// Our window scale shift (0 if not negotiated).
+    pub(crate) wscale: u8,
+    /// The MSS we advertised.
+    pub(crate) advmss: u32,
+    /// Timestamps negotiated (RFC 7323).
+    pub(crate) ts_ok: bool,
+    /// TS.Recent, and when it was last set (for the 24-day PAWS idle rule).
+    pub(crate) ts_recent: u32,
+    pub(crate) ts_recent_stamp: Instant,
+    /// SACK negotiated; the blocks reported (newest first) and a D-SACK block pending.
+    pub(crate) sack_ok: bool,
+    pub(crate) sack: ArrayVec<SackBlock, MAX_SACK_BLOCKS>,
+    pub(crate) dsack: Option<SackBlock>,
+    /// Data held out of order (slices in the core's pool), its byte limit, and the
+    /// sequence number of a FIN received beyond RCV.NXT.
+    pub(crate) ooo: OooQueue,
+    pub(crate) ooo_limit: u32,
+    pub(crate) ooo_fin: Option<SeqNumber>,
+    /// In-order payload the application has not consumed, and its byte count.
+    pub(crate) rxq: VecDeque<PayloadSlice<B>>,
+    pub(crate) rxq_bytes: u32,
+    /// `Event::Readable` was raised and the application has not read since.
+    pub(crate) readable_signalled: bool,
+}
+
+impl<B> Recv<B> {
+    /// Bytes the application has not consumed plus out-of-order bytes held.
+    pub(crate) fn used(&self) -> u32 {
+        self.rxq_bytes.saturating_add(self.ooo.bytes)
+    }
+
+    pub(crate) fn free_space(&self) -> u32 {
+        self.buf.saturating_sub(self.used())
+    }
+
+    /// The window currently offered: from `rcv_nxt` to the advertised right edge.
+    pub(crate) fn window(&self) -> u32 {
+        if self.right > self.nxt {
+            (self.right - self.nxt) as u32
+        } else {
+            0
+        }
+    }
+
+    /// `__tcp_select_window`, simplified: the free space (ALIGNed to the scale).
+    pub(crate) fn candidate_window(&self) -> u32 {
+        // ALIGN(window, 1 << rcv_wscale): rounded up, as `tcp_select_window` advertises.
+        let unit = 1u32 << self.wscale.min(14);
+        self.free_space().div_ceil(unit).saturating_mul(unit)
+    }
+
+    /// `__tcp_select_window() >= rcv_wnd` in `__tcp_ack_snd_check`: an ACK now would not
+    /// pull the right edge back (docs/reference/linux-receive-path.md §3). Linux compares
+    /// window sizes because its window is capped by `rcv_ssthresh` well below the free
+    /// space, so in bulk transfer unread data does not shrink it; weir offers its whole
+    /// free space, so a size comparison would fail for every unread byte and no stretch
+    /// ACK would ever go out before the application reads. Comparing right edges keeps
+    /// Linux's intent: the ACK is held back only while buffer space is being lost
+    /// (out-of-order data), not merely because the application has not read yet.
+    /// Edges are compared before rounding to the window scale (`free_edge`), so rounding
+    /// never makes an unchanged buffer look like a shrinking one.
+    pub(crate) fn window_ok(&self) -> bool {
+        self.nxt + self.free_space() as usize >= self.free_edge
+    }
+}
+
+impl<B: PacketBuf> Conn<B> {
+    /// `tcp_select_window`: the window field for an ACK sent now. The right edge never
+    /// moves left (RFC 9293 §3.8.6.2.2) and moves right only by at least
+    /// min(rcv_buf/2, MSS) (receiver SWS avoidance, same section).
+    pub(crate) fn select_window(&mut self) -> u16 {
+        let free = self.rcv.free_space();
+        if free < self.rcv.buf / 2 {
+            self.ack.clear_quick();
+        }
+        let cand = self.rcv.nxt + free as usize;
+        if cand > self.rcv.right {
+            let step = (cand - self.rcv.right) as u32;
+            if step >= (self.rcv.buf / 2).min(self.rcv.advmss) || self.rcv.window() == 0 {
+                self.rcv.right = cand;
+            }
+        }
+        let wnd = self.rcv.window();
+        let ws = u32::from(self.rcv.wscale);
+        // Round up so that the advertised edge is never left of rcv_right.
+        let field = wnd.div_ceil(1 << ws).min(65535);
+        let adv = self.rcv.nxt + (field << ws) as usize;
+        if adv > self.rcv.right {
+            self.rcv.right = adv;
+        }
+        field as u16
+    }
+
+    /// The application consumed `n` bytes: free them and run `tcp_cleanup_rbuf`.
+    pub(crate) fn consume(&mut self, n: u32, ctx: &mut Ctx<B>) -> u32 {
+        let n = n.min(self.rcv.rxq_bytes);
+        let mut left = n;
+        // The slices read whole leave together: one bulk free, not a free per segment.
+        let mut whole = 0;
+        for sl in self.rcv.rxq.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            let l = u32::from(sl.len);
+            if l <= left {
+                left -= l;
+                whole += 1;
+            } else {
+                sl.off += left as u16;
+                sl.len -= left as u16;
+                left = 0;
+            }
+        }
+        for sl in self.rcv.rxq.drain(..whole) {
+            ctx.spent.push(sl.buf);
+        }
+        if self.rcv.rxq.is_empty() {
+            // Back to the buffer's first slots, as `AckQueue::pop_front` does: a queue read as
+            // fast as it fills reuses a few cache lines instead of walking its buffer.
+            self.rcv.rxq.clear();
+        }
+        self.rcv.rxq_bytes -= n;
+        self.rcv.readable_signalled = false;
+        let now_w = self.rcv.window();
+        let doubled = if 2 * u64::from(now_w) <= u64::from(self.rcv.buf) {
+            let new = self.rcv.candidate_window();
+            new > 0 && u64::from(new) >= 2 * u64::from(now_w)
+        } else {
+            false
+        };
+        let drained = self.rcv.rxq_bytes == 0 && self.rcv.ooo.is_empty();
+        let unacked = (self.rcv.nxt - self.rcv.wup) as u32;
+        self.ack
+            .cleanup_rbuf(n, unacked, drained, doubled, self.closing.peer_closed);
+        self.after_input(ctx);
+        n
+    }
+}

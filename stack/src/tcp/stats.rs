@@ -1,0 +1,187 @@
+//! One core's TCP counters, and why segments were dropped.
+
+/// Why a segment (or part of it) was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// PAWS: TSval older than TS.Recent (RFC 7323 §5.3).
+    Paws,
+    /// Sequence number not acceptable (RFC 9293 §3.10.7.4).
+    OutOfWindow,
+    /// Payload beyond the right window edge (trimmed).
+    BeyondWindow,
+    /// RST outside the window (RFC 5961 §3.2).
+    RstOutOfWindow,
+    /// RST inside the window but not at RCV.NXT: answered with a challenge ACK instead of
+    /// a reset (RFC 5961 §3.2).
+    RstInWindow,
+    /// SYN on a synchronized connection (RFC 5961 §4.2).
+    SynInWindow,
+    /// ACK number outside SND.UNA - MAX.SND.WND ..= SND.NXT (RFC 5961 §5.2).
+    BadAck,
+    /// No ACK flag (RFC 9293 §3.10.7.4).
+    NoAck,
+    /// A challenge ACK was due but the per-core limit was reached.
+    ChallengeRateLimited,
+    /// The connection's out-of-order byte limit.
+    OooConnLimit,
+    /// The core's out-of-order byte or slice limit.
+    OooCoreLimit,
+    /// The receive queue had no room for the segment's buffers.
+    RxQueueFull,
+    /// Data after the peer's FIN.
+    DataAfterFin,
+    /// Data after the application closed (answered with RST).
+    DataAfterClose,
+    /// No connection and no listener (answered with RST, RFC 9293 §3.10.7.1).
+    NoListener,
+    /// The connection table was full (answered with RST).
+    ConnTableFull,
+    /// The handshake's ACK did not acknowledge our SYN (answered with RST).
+    BadHandshakeAck,
+    /// An ACK to a listener with no valid SYN cookie (answered with RST).
+    BadCookie,
+    /// A segment to a listener that is neither SYN nor ACK.
+    ListenerDrop,
+    /// A stateless frame did not fit in the control queue.
+    CtlQueueFull,
+    /// The application did not drain events fast enough.
+    EventQueueFull,
+    /// Our FIN was never acknowledged.
+    FinRetriesExhausted,
+    /// SYN-ACK retransmissions exhausted; the half-open entry was dropped.
+    SynAckRetriesExhausted,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 23] = [
+        DropReason::Paws,
+        DropReason::OutOfWindow,
+        DropReason::BeyondWindow,
+        DropReason::RstOutOfWindow,
+        DropReason::RstInWindow,
+        DropReason::SynInWindow,
+        DropReason::BadAck,
+        DropReason::NoAck,
+        DropReason::ChallengeRateLimited,
+        DropReason::OooConnLimit,
+        DropReason::OooCoreLimit,
+        DropReason::RxQueueFull,
+        DropReason::DataAfterFin,
+        DropReason::DataAfterClose,
+        DropReason::NoListener,
+        DropReason::ConnTableFull,
+        DropReason::BadHandshakeAck,
+        DropReason::BadCookie,
+        DropReason::ListenerDrop,
+        DropReason::CtlQueueFull,
+        DropReason::EventQueueFull,
+        DropReason::FinRetriesExhausted,
+        DropReason::SynAckRetriesExhausted,
+    ];
+    /// The snake_case name used in stats output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::Paws => "paws",
+            DropReason::OutOfWindow => "out_of_window",
+            DropReason::BeyondWindow => "beyond_window",
+            DropReason::RstOutOfWindow => "rst_out_of_window",
+            DropReason::RstInWindow => "rst_in_window",
+            DropReason::SynInWindow => "syn_in_window",
+            DropReason::BadAck => "bad_ack",
+            DropReason::NoAck => "no_ack",
+            DropReason::ChallengeRateLimited => "challenge_rate_limited",
+            DropReason::OooConnLimit => "ooo_conn_limit",
+            DropReason::OooCoreLimit => "ooo_core_limit",
+            DropReason::RxQueueFull => "rx_queue_full",
+            DropReason::DataAfterFin => "data_after_fin",
+            DropReason::DataAfterClose => "data_after_close",
+            DropReason::NoListener => "no_listener",
+            DropReason::ConnTableFull => "conn_table_full",
+            DropReason::BadHandshakeAck => "bad_handshake_ack",
+            DropReason::BadCookie => "bad_cookie",
+            DropReason::ListenerDrop => "listener_drop",
+            DropReason::CtlQueueFull => "ctl_queue_full",
+            DropReason::EventQueueFull => "event_queue_full",
+            DropReason::FinRetriesExhausted => "fin_retries_exhausted",
+            DropReason::SynAckRetriesExhausted => "synack_retries_exhausted",
+        }
+    }
+}
+
+/// One core's TCP counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Payload bytes that reached `rcv_nxt` (in order, including drained out-of-order).
+    pub bytes_in_order: u64,
+    /// Wire segments received in order (counting inside coalesced runs).
+    pub segments_in_order: u64,
+    /// Wire segments queued out of order.
+    pub ooo_segments: u64,
+    /// Bytes queued out of order.
+    pub ooo_bytes: u64,
+    /// Wire segments that carried only data already received.
+    pub duplicate_segments: u64,
+    /// Bytes already received (partial or whole duplicates).
+    pub duplicate_bytes: u64,
+    /// Connections established.
+    pub conns_opened: u64,
+    /// Connections closed cleanly.
+    pub conns_closed: u64,
+    /// Connections reset (either direction).
+    pub conns_reset: u64,
+    /// Valid RSTs received.
+    pub resets_received: u64,
+    /// RSTs sent for segments with no connection or listener, or refused.
+    pub resets_sent: u64,
+    /// Connection attempts refused (no listener, table full, bad ACK to a listener).
+    pub conns_refused: u64,
+    /// Challenge ACKs scheduled (RFC 5961).
+    pub challenge_acks: u64,
+    /// SYN-ACKs sent with a SYN cookie.
+    pub syn_cookies_sent: u64,
+    /// Connections established from a valid SYN cookie.
+    pub syn_cookies_accepted: u64,
+    /// SYNs answered (half-open entries created or cookies sent).
+    pub syns_received: u64,
+    drops: [u64; 23],
+}
+
+impl TcpStats {
+    /// Count one drop.
+    pub fn dropped(&mut self, r: DropReason) {
+        if let Some(c) = self.drops.get_mut(r as usize) {
+            *c += 1;
+        }
+    }
+    /// Drops for `r`.
+    pub fn drops(&self, r: DropReason) -> u64 {
+        self.drops.get(r as usize).copied().unwrap_or(0)
+    }
+    /// `(name, count)` for every drop reason.
+    pub fn drops_iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        DropReason::ALL.iter().map(|r| (r.name(), self.drops(*r)))
+    }
+    /// Adds `o`'s counts (totals over cores).
+    pub fn merge(&mut self, o: &TcpStats) {
+        self.bytes_in_order += o.bytes_in_order;
+        self.segments_in_order += o.segments_in_order;
+        self.ooo_segments += o.ooo_segments;
+        self.ooo_bytes += o.ooo_bytes;
+        self.duplicate_segments += o.duplicate_segments;
+        self.duplicate_bytes += o.duplicate_bytes;
+        self.conns_opened += o.conns_opened;
+        self.conns_closed += o.conns_closed;
+        self.conns_reset += o.conns_reset;
+        self.resets_received += o.resets_received;
+        self.resets_sent += o.resets_sent;
+        self.conns_refused += o.conns_refused;
+        self.challenge_acks += o.challenge_acks;
+        self.syn_cookies_sent += o.syn_cookies_sent;
+        self.syn_cookies_accepted += o.syn_cookies_accepted;
+        self.syns_received += o.syns_received;
+        for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
+            *a += *b;
+        }
+    }
+}
