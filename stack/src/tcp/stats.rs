@@ -1,111 +1,57 @@
 //! One core's TCP counters, and why segments were dropped.
 
-/// Why a segment (or part of it) was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DropReason {
-    /// PAWS: TSval older than TS.Recent (RFC 7323 §5.3).
-    Paws,
-    /// Sequence number not acceptable (RFC 9293 §3.10.7.4).
-    OutOfWindow,
-    /// Payload beyond the right window edge (trimmed).
-    BeyondWindow,
-    /// RST outside the window (RFC 5961 §3.2).
-    RstOutOfWindow,
-    /// RST inside the window but not at RCV.NXT: answered with a challenge ACK instead of
-    /// a reset (RFC 5961 §3.2).
-    RstInWindow,
-    /// SYN on a synchronized connection (RFC 5961 §4.2).
-    SynInWindow,
-    /// ACK number outside SND.UNA - MAX.SND.WND ..= SND.NXT (RFC 5961 §5.2).
-    BadAck,
-    /// No ACK flag (RFC 9293 §3.10.7.4).
-    NoAck,
-    /// A challenge ACK was due but the per-core limit was reached.
-    ChallengeRateLimited,
-    /// The connection's out-of-order byte limit.
-    OooConnLimit,
-    /// The core's out-of-order byte or slice limit.
-    OooCoreLimit,
-    /// The receive queue had no room for the segment's buffers.
-    RxQueueFull,
-    /// Data after the peer's FIN.
-    DataAfterFin,
-    /// Data after the application closed (answered with RST).
-    DataAfterClose,
-    /// No connection and no listener (answered with RST, RFC 9293 §3.10.7.1).
-    NoListener,
-    /// The connection table was full (answered with RST).
-    ConnTableFull,
-    /// The handshake's ACK did not acknowledge our SYN (answered with RST).
-    BadHandshakeAck,
-    /// An ACK to a listener with no valid SYN cookie (answered with RST).
-    BadCookie,
-    /// A segment to a listener that is neither SYN nor ACK.
-    ListenerDrop,
-    /// A stateless frame did not fit in the control queue.
-    CtlQueueFull,
-    /// The application did not drain events fast enough.
-    EventQueueFull,
-    /// Our FIN was never acknowledged.
-    FinRetriesExhausted,
-    /// SYN-ACK retransmissions exhausted; the half-open entry was dropped.
-    SynAckRetriesExhausted,
-}
+use crate::reason::reason_enum;
 
-impl DropReason {
-    /// Every reason, in counter order.
-    pub const ALL: [DropReason; 23] = [
-        DropReason::Paws,
-        DropReason::OutOfWindow,
-        DropReason::BeyondWindow,
-        DropReason::RstOutOfWindow,
-        DropReason::RstInWindow,
-        DropReason::SynInWindow,
-        DropReason::BadAck,
-        DropReason::NoAck,
-        DropReason::ChallengeRateLimited,
-        DropReason::OooConnLimit,
-        DropReason::OooCoreLimit,
-        DropReason::RxQueueFull,
-        DropReason::DataAfterFin,
-        DropReason::DataAfterClose,
-        DropReason::NoListener,
-        DropReason::ConnTableFull,
-        DropReason::BadHandshakeAck,
-        DropReason::BadCookie,
-        DropReason::ListenerDrop,
-        DropReason::CtlQueueFull,
-        DropReason::EventQueueFull,
-        DropReason::FinRetriesExhausted,
-        DropReason::SynAckRetriesExhausted,
-    ];
-    /// The snake_case name used in stats output.
-    pub const fn name(self) -> &'static str {
-        match self {
-            DropReason::Paws => "paws",
-            DropReason::OutOfWindow => "out_of_window",
-            DropReason::BeyondWindow => "beyond_window",
-            DropReason::RstOutOfWindow => "rst_out_of_window",
-            DropReason::RstInWindow => "rst_in_window",
-            DropReason::SynInWindow => "syn_in_window",
-            DropReason::BadAck => "bad_ack",
-            DropReason::NoAck => "no_ack",
-            DropReason::ChallengeRateLimited => "challenge_rate_limited",
-            DropReason::OooConnLimit => "ooo_conn_limit",
-            DropReason::OooCoreLimit => "ooo_core_limit",
-            DropReason::RxQueueFull => "rx_queue_full",
-            DropReason::DataAfterFin => "data_after_fin",
-            DropReason::DataAfterClose => "data_after_close",
-            DropReason::NoListener => "no_listener",
-            DropReason::ConnTableFull => "conn_table_full",
-            DropReason::BadHandshakeAck => "bad_handshake_ack",
-            DropReason::BadCookie => "bad_cookie",
-            DropReason::ListenerDrop => "listener_drop",
-            DropReason::CtlQueueFull => "ctl_queue_full",
-            DropReason::EventQueueFull => "event_queue_full",
-            DropReason::FinRetriesExhausted => "fin_retries_exhausted",
-            DropReason::SynAckRetriesExhausted => "synack_retries_exhausted",
-        }
+reason_enum! {
+    /// Why a segment (or part of it) was dropped.
+    pub enum DropReason {
+        /// PAWS: TSval older than TS.Recent (RFC 7323 §5.3).
+        Paws = "paws",
+        /// Sequence number not acceptable (RFC 9293 §3.10.7.4).
+        OutOfWindow = "out_of_window",
+        /// Payload beyond the right window edge (trimmed).
+        BeyondWindow = "beyond_window",
+        /// RST outside the window (RFC 5961 §3.2).
+        RstOutOfWindow = "rst_out_of_window",
+        /// RST inside the window but not at RCV.NXT: answered with a challenge ACK instead of
+        /// a reset (RFC 5961 §3.2).
+        RstInWindow = "rst_in_window",
+        /// SYN on a synchronized connection (RFC 5961 §4.2).
+        SynInWindow = "syn_in_window",
+        /// ACK number outside SND.UNA - MAX.SND.WND ..= SND.NXT (RFC 5961 §5.2).
+        BadAck = "bad_ack",
+        /// No ACK flag (RFC 9293 §3.10.7.4).
+        NoAck = "no_ack",
+        /// A challenge ACK was due but the per-core limit was reached.
+        ChallengeRateLimited = "challenge_rate_limited",
+        /// The connection's out-of-order byte limit.
+        OooConnLimit = "ooo_conn_limit",
+        /// The core's out-of-order byte or slice limit.
+        OooCoreLimit = "ooo_core_limit",
+        /// The receive queue had no room for the segment's buffers.
+        RxQueueFull = "rx_queue_full",
+        /// Data after the peer's FIN.
+        DataAfterFin = "data_after_fin",
+        /// Data after the application closed (answered with RST).
+        DataAfterClose = "data_after_close",
+        /// No connection and no listener (answered with RST, RFC 9293 §3.10.7.1).
+        NoListener = "no_listener",
+        /// The connection table was full (answered with RST).
+        ConnTableFull = "conn_table_full",
+        /// The handshake's ACK did not acknowledge our SYN (answered with RST).
+        BadHandshakeAck = "bad_handshake_ack",
+        /// An ACK to a listener with no valid SYN cookie (answered with RST).
+        BadCookie = "bad_cookie",
+        /// A segment to a listener that is neither SYN nor ACK.
+        ListenerDrop = "listener_drop",
+        /// A stateless frame did not fit in the control queue.
+        CtlQueueFull = "ctl_queue_full",
+        /// The application did not drain events fast enough.
+        EventQueueFull = "event_queue_full",
+        /// Our FIN was never acknowledged.
+        FinRetriesExhausted = "fin_retries_exhausted",
+        /// SYN-ACK retransmissions exhausted; the half-open entry was dropped.
+        SynAckRetriesExhausted = "synack_retries_exhausted",
     }
 }
 
@@ -144,7 +90,7 @@ pub struct TcpStats {
     pub syn_cookies_accepted: u64,
     /// SYNs answered (half-open entries created or cookies sent).
     pub syns_received: u64,
-    drops: [u64; 23],
+    drops: [u64; DropReason::COUNT],
 }
 
 impl TcpStats {
