@@ -256,6 +256,14 @@ impl<B: PacketBuf> PayloadChain<B> {
         self.len = 0;
         self.slices.drain(..)
     }
+    /// Takes the first `k` slices out in order (all of them when `k` is larger), leaving
+    /// the rest: how TCP's `send_bufs` takes what fits and hands back the remainder.
+    pub fn drain_front(&mut self, k: usize) -> impl Iterator<Item = PayloadSlice<B>> + '_ {
+        let k = k.min(self.slices.len());
+        let bytes: u32 = self.slices[..k].iter().map(|s| u32::from(s.len)).sum();
+        self.len -= bytes;
+        self.slices.drain(..k)
+    }
     /// Frees every slice's buffer ([`PacketBuf::free_bulk`]), leaving the chain empty.
     #[inline]
     pub fn clear(&mut self) {

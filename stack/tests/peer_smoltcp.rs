@@ -302,6 +302,7 @@ fn run_seed(
                     closed.insert(ports[&id], true);
                 }
                 Event::Reset(id) => panic!("seed {seed}: connection {id:?} reset"),
+                Event::Writable(_) => {}
             }
         }
         tcp.handle_timeout(now);

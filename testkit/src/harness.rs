@@ -393,7 +393,7 @@ impl Sim {
                     assert!(!self.conns.contains(&id), "opened twice: {id:?}");
                     self.conns.push(id);
                 }
-                Event::Readable(id) | Event::PeerClosed(id) => {
+                Event::Readable(id) | Event::PeerClosed(id) | Event::Writable(id) => {
                     assert!(self.conns.contains(&id), "event for unknown {id:?}");
                 }
                 Event::Closed(id) => self.conns.retain(|c| *c != id),

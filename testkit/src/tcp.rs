@@ -96,6 +96,9 @@ pub struct Fixture {
     pub id: Option<ConnId>,
     /// Whether `poll_tx` may leave checksums to the NIC.
     pub offload: bool,
+    /// The window field of the peer's segments (scaled by its window scale, 7 with
+    /// [`SynOpts::all`]).
+    pub window: u16,
 }
 
 /// The state tests' configuration: room for 64 connections and 16 half-open ones.
@@ -129,6 +132,7 @@ impl Fixture {
             our_tsval: 0,
             id: None,
             offload: false,
+            window: 1024,
         }
     }
 
@@ -213,7 +217,7 @@ impl Fixture {
             seq,
             ack: self.our_nxt,
             flags,
-            window: 1024,
+            window: self.window,
             opts,
             ts_last: opts.timestamp,
             segs: segs.max(1),
@@ -247,6 +251,11 @@ impl Fixture {
 
     /// Runs poll_tx and parses every frame as the peer would.
     pub fn tx(&mut self) -> Vec<TcpMeta> {
+        self.tx_payload().into_iter().map(|(m, _)| m).collect()
+    }
+
+    /// As [`Fixture::tx`], with each frame's TCP payload.
+    pub fn tx_payload(&mut self) -> Vec<(TcpMeta, Vec<u8>)> {
         let mut out: Burst<VecBuf> = Burst::new();
         self.tcp
             .poll_tx(self.now, &mut self.pool, &mut out, self.offload);
@@ -259,12 +268,22 @@ impl Fixture {
                     if let Some(t) = m.opts.timestamp {
                         self.our_tsval = t.tsval;
                     }
-                    v.push(m)
+                    let off = usize::from(m.payload_off);
+                    let payload = bytes[off..off + usize::from(m.payload_len)].to_vec();
+                    v.push((m, payload))
                 }
                 other => panic!("weir sent an unparsable frame: {other:?}"),
             }
         }
         v
+    }
+
+    /// The peer acknowledges weir's data up to `ack` (a pure ACK at the peer's
+    /// `snd_nxt`, window [`Fixture::window`]); later segments acknowledge it too.
+    pub fn ack_to(&mut self, ack: SeqNumber) {
+        self.our_nxt = ack;
+        let s = self.seg(self.snd_nxt, TcpFlags::ACK, 0, 0);
+        self.send(s);
     }
 
     /// The SYN with `o`.

@@ -92,7 +92,7 @@ fn run(cfg: GenConfig, gro: bool, policy: AckPolicy, max_iters: u64) -> Outcome 
                         digests.insert(port, (n, h.finalize().into()));
                     }
                 }
-                Event::Reset(_) => {}
+                Event::Reset(_) | Event::Writable(_) => {}
             }
         }
         let mut acks: Burst<VecBuf> = Burst::new();

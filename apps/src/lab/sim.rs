@@ -210,7 +210,7 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
                         let _ = p.tcp().close(now, id);
                     }
                 }
-                Event::Opened(_) | Event::Closed(_) | Event::Reset(_) => {}
+                Event::Opened(_) | Event::Closed(_) | Event::Reset(_) | Event::Writable(_) => {}
             }
         }
         loop {

@@ -101,6 +101,8 @@ impl SinkApp {
                 }
                 Event::Closed(id) => self.finish(id, "closed"),
                 Event::Reset(id) => self.finish(id, "reset"),
+                // weir-sink never writes.
+                Event::Writable(_) => {}
             }
         }
     }

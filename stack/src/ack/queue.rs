@@ -154,6 +154,20 @@ impl AckQueue {
     pub fn clear(&mut self) {
         self.q.clear();
     }
+    /// A data segment carrying the current ACK number and window has been built: it says
+    /// everything the queued in-order ACKs said, so they are dropped (Linux
+    /// `tcp_event_ack_sent`: an ACK leaving on data clears the pending ACK). Deliberate
+    /// duplicate ACKs ([`AckReason::is_dupack`]) stay queued: the sender counts them
+    /// toward fast retransmit and a segment with data is not a duplicate ACK (RFC 5681
+    /// §2). Returns how many were dropped.
+    pub fn settle(&mut self) -> usize {
+        let before = self.q.len();
+        self.q.retain(|s| s.reason.is_dupack());
+        if self.q.is_empty() {
+            self.q.clear();
+        }
+        before - self.q.len()
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +229,20 @@ mod tests {
             AckPush::Queued
         );
         assert_eq!(q.len(), 4);
+    }
+
+    /// Linux `tcp_event_ack_sent`: a data segment settles the queued in-order ACKs; the
+    /// deliberate duplicate ACKs stay (RFC 5681 §2: a segment with data is no dupack).
+    #[test]
+    fn tcp_event_ack_sent_settle_keeps_only_dupacks() {
+        let mut q = AckQueue::new(8);
+        push(&mut q, snap(100, 10, AckReason::Quick));
+        push(&mut q, snap(100, 10, AckReason::OutOfOrder));
+        push(&mut q, snap(200, 10, AckReason::Stretch));
+        assert_eq!(q.settle(), 2);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.front().map(|s| s.reason), Some(AckReason::OutOfOrder));
+        assert_eq!(q.settle(), 0);
     }
 
     /// Bounded: the oldest entry is merged into the next, which becomes a stretch ACK when

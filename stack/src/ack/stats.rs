@@ -63,6 +63,10 @@ pub struct AckStats {
     pub merged: u64,
     /// ACK decisions not sent because an identical in-order ACK was already queued.
     pub suppressed: u64,
+    /// ACKs owed (queued, or waiting on the delayed-ACK timer) that a data segment carried
+    /// instead of a frame of their own (Linux `tcp_event_ack_sent`). Not counted by
+    /// reason: no ACK frame was sent for them.
+    pub piggybacked: u64,
 }
 
 impl AckStats {
@@ -92,6 +96,7 @@ impl AckStats {
         self.tx_csum_offloaded += o.tx_csum_offloaded;
         self.merged += o.merged;
         self.suppressed += o.suppressed;
+        self.piggybacked += o.piggybacked;
     }
     /// Pure data ACKs (excluding handshake, FIN, RST, challenge).
     pub fn data_acks(&self) -> u64 {

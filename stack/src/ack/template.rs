@@ -119,6 +119,7 @@ impl AckTemplate {
     /// Builds one segment into a buffer from `pool`: the template, `fields`, and `extra`
     /// option bytes (a multiple of 4, at most `40 - 12` with timestamps). Returns `None`
     /// when the pool is empty (nothing is consumed; the caller retries later).
+    #[inline]
     pub fn build<P: BufPool>(
         &self,
         pool: &mut P,
@@ -126,10 +127,34 @@ impl AckTemplate {
         extra: &[u8],
         tx_csum_offload: bool,
     ) -> Option<P::Buf> {
+        self.build_with_payload(pool, f, extra, 0, |_| Some(TcpFlags::NONE), tx_csum_offload)
+    }
+
+    /// As [`AckTemplate::build`], with `payload_len` bytes of payload after the header,
+    /// written by `fill` into the slice it is given. `fill` returns flags to add to
+    /// `f.flags` (PSH when the payload ends a write), or `None` if it could not fill it:
+    /// the buffer is dropped and `None` returned. The payload is copied into the frame;
+    /// a buffer type that can chain segments by reference (an mbuf chain with
+    /// `RTE_ETH_TX_OFFLOAD_MULTI_SEGS`) would instead attach the send queue's buffers
+    /// after the header here (docs/decisions/send-path.md), once [`PacketBuf`] can say so.
+    #[inline]
+    pub fn build_with_payload<P: BufPool>(
+        &self,
+        pool: &mut P,
+        f: &TcpFields,
+        extra: &[u8],
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Option<TcpFlags>,
+        tx_csum_offload: bool,
+    ) -> Option<P::Buf> {
         let opt_room = 40 - if self.ts { 12 } else { 0 };
         let extra = &extra[..extra.len().min(opt_room) & !3];
         let hlen = usize::from(self.len);
-        let total = hlen + extra.len();
+        let hdrs = hlen + extra.len();
+        let total = hdrs + payload_len;
+        if total - usize::from(self.l2_len) > usize::from(u16::MAX) {
+            return None;
+        }
         let mut buf = pool.alloc(total)?;
         {
             let d = buf.data_mut();
@@ -137,8 +162,13 @@ impl AckTemplate {
                 return None;
             }
             d[..hlen].copy_from_slice(&self.hdr[..hlen]);
-            d[hlen..total].copy_from_slice(extra);
-            self.patch(&mut d[..total], f);
+            d[hlen..hdrs].copy_from_slice(extra);
+            let more = if payload_len > 0 {
+                fill(&mut d[hdrs..total])?
+            } else {
+                TcpFlags::NONE
+            };
+            self.patch(&mut d[..total], hdrs, f, more);
         }
         let l2 = usize::from(self.l2_len);
         let l3 = usize::from(self.l3_len);
@@ -165,13 +195,14 @@ impl AckTemplate {
         }
         if !done {
             let d = buf.data_mut();
-            software_checksums(d, l2, l3, self.v6, self.pseudo);
+            software_checksums(&mut d[..total], l2, l3, self.v6, self.pseudo);
         }
         Some(buf)
     }
 
-    /// Writes lengths and per-segment fields into a copy of the template.
-    fn patch(&self, d: &mut [u8], f: &TcpFields) {
+    /// Writes lengths and per-segment fields into a copy of the template; `d` is the
+    /// whole frame, its TCP header ending at `hdrs`.
+    fn patch(&self, d: &mut [u8], hdrs: usize, f: &TcpFields, more: TcpFlags) {
         let l2 = usize::from(self.l2_len);
         let l3 = usize::from(self.l3_len);
         let t = l2 + l3;
@@ -185,8 +216,8 @@ impl AckTemplate {
         let tcp = &mut d[t..];
         tcp[4..8].copy_from_slice(&f.seq.get().to_be_bytes());
         tcp[8..12].copy_from_slice(&f.ack.get().to_be_bytes());
-        tcp[12] = ((tcp_len / 4) as u8) << 4;
-        tcp[13] = f.flags.0;
+        tcp[12] = (((hdrs - t) / 4) as u8) << 4;
+        tcp[13] = f.flags.0 | more.0;
         tcp[14..16].copy_from_slice(&f.window.to_be_bytes());
         tcp[16] = 0;
         tcp[17] = 0;

@@ -59,6 +59,12 @@ pub enum Event {
     Closed(ConnId),
     /// The connection was reset (RST received or sent); the handle is now invalid.
     Reset(ConnId),
+    /// The send buffer has room again after a write found it full
+    /// ([`Tcp::send`](super::Tcp::send) took less than it was given). Edge-triggered:
+    /// raised once per time the buffer filled, when acknowledged data frees at least half
+    /// as much as is still queued (Linux `sk_stream_write_space`); a connection whose
+    /// writes always fit never sees it.
+    Writable(ConnId),
 }
 
 /// A snapshot of one connection.
@@ -88,6 +94,18 @@ pub struct ConnInfo {
     pub rcv_wscale: u8,
     /// The peer's window scale shift (0 if not negotiated).
     pub snd_wscale: u8,
+    /// SND.UNA: the oldest byte not acknowledged.
+    pub snd_una: SeqNumber,
+    /// SND.NXT: the next byte to send.
+    pub snd_nxt: SeqNumber,
+    /// SND.WND: the peer's window, scaled.
+    pub snd_wnd: u32,
+    /// Payload bytes per full segment sent (the peer's MSS less our options).
+    pub snd_mss: u32,
+    /// Bytes in the send buffer (unacknowledged plus unsent).
+    pub snd_queued: u32,
+    /// Bytes in the send buffer not yet sent.
+    pub snd_unsent: u32,
 }
 
 /// Errors of the control-plane calls.
@@ -99,6 +117,9 @@ pub enum TcpError {
     AlreadyListening,
     /// No room for another listener (64 per core).
     TooManyListeners,
+    /// The connection's sending side is closed (`shutdown`, `close`, or the peer reset
+    /// it): nothing more may be written.
+    WriteClosed,
 }
 
 impl core::fmt::Display for TcpError {
@@ -107,6 +128,7 @@ impl core::fmt::Display for TcpError {
             TcpError::UnknownConnection => "no such connection (closed or reset)",
             TcpError::AlreadyListening => "already listening on this port",
             TcpError::TooManyListeners => "too many listeners (at most 64 per core)",
+            TcpError::WriteClosed => "the connection's sending side is closed (shutdown or close)",
         })
     }
 }

@@ -84,6 +84,9 @@ impl<B: PacketBuf> Conn<B> {
         ctx.ooo.clear(&mut self.rcv.ooo);
         self.rcv.rxq.clear();
         self.rcv.rxq_bytes = 0;
+        self.snd.clear(&mut ctx.spent);
+        self.snd.override_at = None;
+        self.closing.write_closed = true;
         let _ = by_peer;
         ctx.stats.conns_reset += 1;
         ctx.event(Event::Reset(self.id));
@@ -99,9 +102,9 @@ impl<B: PacketBuf> Conn<B> {
         self.mark_due(ctx);
     }
 
-    /// The application closes (RFC 9293 §3.10.4): FIN, or RST if unread data is dropped
-    /// (RFC 2525 §2.17, as Linux `tcp_close` does).
-    pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+    /// The application closes (RFC 9293 §3.10.4): FIN after the queued data, or RST if
+    /// unread data is dropped (RFC 2525 §2.17, as Linux `tcp_close` does).
+    pub(crate) fn close(&mut self, ctx: &mut Ctx<B>) {
         if self.closing.app_closed {
             return;
         }
@@ -110,6 +113,19 @@ impl<B: PacketBuf> Conn<B> {
             self.abort(ctx);
             return;
         }
+        self.shutdown(ctx);
+    }
+
+    /// The application will write no more (RFC 9293 §3.10.4 CLOSE for the sending
+    /// direction; Linux `tcp_shutdown(SEND_SHUTDOWN)`): our FIN is queued after the data
+    /// already written (ESTABLISHED -> FIN-WAIT-1, CLOSE-WAIT -> LAST-ACK). It is built
+    /// once every queued byte has been sent, on the last data segment when it can ride
+    /// there (`tcp_send_fin`); its retransmission timer starts when it is first sent.
+    pub(crate) fn shutdown(&mut self, ctx: &mut Ctx<B>) {
+        if self.closing.write_closed {
+            return;
+        }
+        self.closing.write_closed = true;
         match self.state {
             State::Established => self.state = State::FinWait1,
             State::CloseWait => self.state = State::LastAck,
@@ -117,8 +133,20 @@ impl<B: PacketBuf> Conn<B> {
         }
         self.closing.fin_due = true;
         self.closing.fin_tries = 0;
-        self.closing.fin_deadline = Some(now + self.fin_rto());
         self.after_input(ctx);
+    }
+
+    /// Our FIN went out for the first time (`fin_seq` is its sequence number, after the
+    /// last queued byte): SND.NXT moves past it and its retransmission timer starts.
+    pub(crate) fn fin_sent(&mut self, now: Instant) {
+        self.closing.fin_due = false;
+        if !self.closing.fin_sent {
+            self.closing.fin_sent = true;
+            self.snd.nxt = self.snd.end + 1;
+        }
+        if self.closing.fin_deadline.is_none() {
+            self.closing.fin_deadline = Some(now + self.fin_rto());
+        }
     }
 
     /// The first retransmission timeout of our FIN: a fixed 200 ms (weir keeps no RTT

@@ -46,6 +46,17 @@ pub struct TcpConfig {
     pub ctl_queue: usize,
     /// TTL / hop limit of the segments weir sends.
     pub ttl: u8,
+    /// Send buffer per connection in bytes: what `send` and `send_bufs` may queue,
+    /// unacknowledged and unsent together (Linux `sk_sndbuf`). 1 MiB: four times the
+    /// default receive buffer, as Linux's `tcp_wmem` maximum is above its `tcp_rmem`
+    /// default, so one connection can fill a window of a few hundred KiB while the
+    /// application writes ahead.
+    pub snd_buf: u32,
+    /// Buffers one connection's send queue holds (allocated on its first write). A
+    /// write's bytes stay in the buffers they were written in until acknowledged, so
+    /// many small zero-copy buffers reach this bound before `snd_buf`; `send`'s copies
+    /// fill buffers of one MSS each. 1024 holds `snd_buf` in full-sized segments.
+    pub snd_slices: usize,
 }
 
 impl Default for TcpConfig {
@@ -67,6 +78,8 @@ impl Default for TcpConfig {
             challenge_ack_limit: 1000,
             ctl_queue: 256,
             ttl: 64,
+            snd_buf: 1 << 20,
+            snd_slices: 1024,
         }
     }
 }

@@ -165,10 +165,12 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// RFC 9293 §3.10.7.4 fifth, check the ACK field: a segment without ACK is dropped; an
-    /// unacceptable ACK gets a challenge ACK (RFC 5961 §5.2); an ACK of new data moves
-    /// SND.UNA, and one that acknowledges our FIN moves the closing states on
-    /// (`our_fin_acked`: FIN-WAIT-1, CLOSING, LAST-ACK). The send path's ACK processing
-    /// (retransmission queue, RTT sample, congestion control) joins where SND.UNA moves.
+    /// unacceptable ACK gets a challenge ACK (RFC 5961 §5.2); an ACK that is not old
+    /// updates the send window (SND.WND, SND.WL1, SND.WL2); an ACK of new data moves
+    /// SND.UNA, frees the acknowledged send buffers (raising `Event::Writable` when a
+    /// write had found the buffer full), and one that acknowledges our FIN moves the
+    /// closing states on (`our_fin_acked`: FIN-WAIT-1, CLOSING, LAST-ACK). A connection
+    /// that has sent no data pays two comparisons and the window's three stores here.
     #[inline(always)]
     fn check_ack(&mut self, now: Instant, seg: &Segment<B>, ctx: &mut Ctx<B>) -> Step {
         if !seg.flags.contains(TcpFlags::ACK) {
@@ -184,8 +186,22 @@ impl<B: PacketBuf> Conn<B> {
         }
         let wnd_scaled = u32::from(seg.window) << self.snd.wscale;
         self.snd.max_wnd = self.snd.max_wnd.max(wnd_scaled);
+        // The window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
+        // updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)),
+        // set SND.WND <- SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
+        // The window may shrink here; `Snd::cut` never sends beyond SND.UNA + SND.WND.
+        if seg.ack >= self.snd.una
+            && (self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= seg.ack))
+        {
+            self.snd.wnd = wnd_scaled;
+            self.snd.wl1 = seg.seq;
+            self.snd.wl2 = seg.ack;
+        }
         if seg.ack > self.snd.una {
             self.snd.una = seg.ack;
+            if self.snd.queued() > 0 && self.snd.acked(seg.ack, &mut ctx.spent) {
+                ctx.event(Event::Writable(self.id));
+            }
             if self.closing.fin_sent && self.snd.una == self.snd.nxt {
                 self.our_fin_acked(now, ctx);
                 if matches!(self.state, State::Closed) {

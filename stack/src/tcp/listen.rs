@@ -128,7 +128,8 @@ impl<B: PacketBuf> Tcp<B> {
         }
         self.ctx.stats.syns_received += 1;
         let o = seg.opts;
-        let peer_mss = o.mss.unwrap_or(536);
+        // RFC 9293 §3.7.1 (MUST-15): without the option, 536 for IPv4, 1220 for IPv6.
+        let peer_mss = o.mss.unwrap_or(if seg.flow.v6 { 1220 } else { 536 });
         let ts_recent = o.timestamp.map(|t| t.tsval);
         if self.listeners.half.is_full() {
             self.syn_cookie(now, seg);
@@ -325,6 +326,8 @@ impl<B: PacketBuf> Tcp<B> {
             ack_queue: self.cfg.ack_queue.clamp(1, 1024),
             fin_retries: self.cfg.fin_retries,
             time_wait: self.cfg.time_wait,
+            snd_buf: self.cfg.snd_buf,
+            snd_slices: self.cfg.snd_slices.max(1),
         };
         match self.conns.insert(Conn::new(p)) {
             Ok((slot, gen)) => {

@@ -1,9 +1,11 @@
-//! TCP receive: listeners, the handshake, connections, delivery to the application.
+//! TCP: listeners, the handshake, connections, receiving and sending data, delivery to
+//! the application.
 //!
 //! Read first: RFC 9293 §3.10 (event processing: §3.10.7.1-2, CLOSED and LISTEN, in
-//! `listen.rs`; §3.10.7.4, the synchronized states, in `input.rs`), RFC 4987 §3.6 and
-//! Linux `net/ipv4/syncookies.c` (SYN cookies), RFC 6528 (ISNs), then [`crate::ack`] for
-//! the ACK policy.
+//! `listen.rs`; §3.10.7.4, the synchronized states, in `input.rs`), §3.7.4 and
+//! §3.8.6.2.1 (Nagle, sender SWS avoidance, in `conn/send.rs`), RFC 4987 §3.6 and Linux
+//! `net/ipv4/syncookies.c` (SYN cookies), RFC 6528 (ISNs), then [`crate::ack`] for the
+//! ACK policy and docs/decisions/send-path.md for the send path.
 //!
 //! # Where things are
 //!
@@ -14,12 +16,17 @@
 //!   cookies (their arithmetic and the ISNs are in `cookie.rs`), and establishing a
 //!   connection.
 //! - `conn/`: one connection, its state in three parts: receive (`conn/recv.rs`), send
-//!   (`conn/send.rs`, where the send buffer, the retransmission queue and congestion
-//!   control of the send path go) and close (`Closing`).
-//! - `input.rs`: a segment on a connection, one function per step of RFC 9293 §3.10.7.4.
-//! - `close.rs`: the closing states (FIN, FIN-WAIT, CLOSING, LAST-ACK, TIME-WAIT, RST).
-//! - `output.rs`: every frame TCP sends: ACKs, FINs and RSTs of connections, SYN-ACKs and
-//!   RSTs of the listener.
+//!   (`conn/send.rs`: the send sequence variables, the peer's window, the bounded send
+//!   queue and the segmentation decision; the retransmission queue and congestion
+//!   control join it) and close (`Closing`).
+//! - `input.rs`: a segment on a connection, one function per step of RFC 9293 §3.10.7.4
+//!   (the fifth, the ACK step, moves SND.UNA and the send window and frees acknowledged
+//!   send buffers).
+//! - `close.rs`: the closing states (FIN after the queued data, FIN-WAIT, CLOSING,
+//!   LAST-ACK, TIME-WAIT, RST).
+//! - `output.rs`: every frame TCP sends: data segments (which carry the connection's ACK),
+//!   ACKs, FINs and RSTs of connections, SYN-ACKs and RSTs of the listener, and
+//!   [`Tcp::poll_tx`].
 //! - `ooo.rs` (out-of-order assembly), `table.rs` (the connection and half-open tables),
 //!   `timer.rs` (the timer heap).
 //!
@@ -28,18 +35,27 @@
 //!
 //! [`Tcp`] is one core's TCP: sans-IO, no clock, no allocation per packet (tables, the
 //! out-of-order pool and every queue are sized at construction; a connection's receive
-//! queue is allocated once when it is set up).
+//! queue is allocated once when it is set up, its send queue once on its first write).
 //!
 //! # Call order, once per loop iteration
 //!
-//! 1. [`Tcp::handle_segment`] for every coalesced segment GRO flushed;
-//! 2. the application: [`Tcp::poll_event`] / [`Tcp::events`], [`Tcp::recv`] (zero-copy
-//!    payload, reports how much it consumed), [`Tcp::close`];
-//! 3. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, SYN-ACK and FIN
-//!    retransmission, TIME-WAIT);
-//! 4. [`Tcp::poll_tx`]: every ACK, SYN-ACK, FIN and RST due, built into buffers from the
-//!    pool and appended to the caller's burst (one `tx_burst`);
-//! 5. sleep or spin until [`Tcp::poll_timeout`] or the next packet.
+//! 1. [`Tcp::handle_segment`] for every coalesced segment GRO flushed (the pipeline's
+//!    `handle_rx_burst`);
+//! 2. the events: [`Tcp::poll_event`] / [`Tcp::events`];
+//! 3. the application's calls: [`Tcp::recv`] (zero-copy payload, reports how much it
+//!    consumed), [`Tcp::send`] (copied into pool buffers) or [`Tcp::send_bufs`]
+//!    (zero-copy), [`Tcp::shutdown`], [`Tcp::close`], [`Tcp::set_nodelay`],
+//!    [`Tcp::set_cork`];
+//! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, SYN-ACK
+//!    and FIN retransmission, TIME-WAIT);
+//! 5. [`Tcp::poll_tx`]: every data segment the windows allow and every ACK, SYN-ACK, FIN
+//!    and RST due, built into buffers from the pool and appended to the caller's burst
+//!    (one `tx_burst`); a data segment carries the ACK its connection owed, so no pure
+//!    ACK follows it;
+//! 6. sleep or spin until [`Tcp::poll_timeout`] or the next packet.
+//!
+//! Writes made in step 3 leave in step 5 of the same iteration; data the windows hold
+//! leaves when the ACK that opens them is handled in step 1 of a later one.
 
 mod api;
 mod close;
@@ -61,8 +77,7 @@ pub use stats::{DropReason, TcpStats};
 use std::collections::VecDeque;
 
 use crate::ack::{AckPolicy, AckStats};
-use crate::buf::{BufPool, FreeBatch, PacketBuf, PayloadSlice};
-use crate::driver::Burst;
+use crate::buf::{BufPool, FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::time::Instant;
@@ -75,7 +90,7 @@ use output::Ctl;
 use table::Table;
 use timer::{Kind, Timers};
 
-/// One core's TCP receive stack. See the module documentation for the call order.
+/// One core's TCP. See the module documentation for the call order.
 pub struct Tcp<B> {
     cfg: TcpConfig,
     key: SipKey,
@@ -198,14 +213,122 @@ impl<B: PacketBuf> Tcp<B> {
         self.conn(id).map_or(0, |c| c.rcv.rxq_bytes as usize)
     }
 
-    /// The application closes the connection: FIN (LAST-ACK after the peer's FIN,
-    /// FIN-WAIT-1 before it), or RST if unread data would be lost.
+    /// The application closes the connection: FIN after the data already written
+    /// (LAST-ACK after the peer's FIN, FIN-WAIT-1 before it), or RST if unread data would
+    /// be lost. Queued data is still sent and retransmitted; the handle stays valid until
+    /// `Event::Closed` or `Event::Reset`.
     pub fn close(&mut self, now: Instant, id: ConnId) -> Result<(), TcpError> {
+        let _ = now;
         let c = self
             .conns
             .get_gen_mut(id.slot, id.gen)
             .ok_or(TcpError::UnknownConnection)?;
-        c.close(now, &mut self.ctx);
+        c.close(&mut self.ctx);
+        Ok(())
+    }
+
+    /// Half-close (`shutdown(SHUT_WR)`): the application will write no more; our FIN
+    /// follows the data already written, and the connection keeps receiving until the
+    /// peer closes too. Further writes fail with [`TcpError::WriteClosed`].
+    pub fn shutdown(&mut self, now: Instant, id: ConnId) -> Result<(), TcpError> {
+        let _ = now;
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        c.shutdown(&mut self.ctx);
+        Ok(())
+    }
+
+    /// Copies `data` into buffers from `pool` and queues it for sending; returns how many
+    /// bytes it took: all of them, or what fitted in the send buffer
+    /// ([`TcpConfig::snd_buf`] bytes, [`TcpConfig::snd_slices`] buffers), 0 when it is
+    /// full (then [`Event::Writable`] follows when acknowledgments free space) or the pool
+    /// is empty. A short write tail joins the last buffer when it has room, so small
+    /// writes do not take a buffer each.
+    ///
+    /// The bytes leave in [`Tcp::poll_tx`]: cut at the peer's MSS less our options,
+    /// within the peer's window and the congestion window; a segment smaller than the MSS
+    /// waits while earlier data is unacknowledged (Nagle, unless [`Tcp::set_nodelay`]),
+    /// while corked ([`Tcp::set_cork`]), or while the window cuts it short (RFC 9293
+    /// §3.8.6.2.1); the last segment of each write carries PSH. Allowed in ESTABLISHED
+    /// and CLOSE-WAIT (and before the handshake completes on an active open, when the
+    /// data waits for it).
+    pub fn send<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        data: &[u8],
+        pool: &mut P,
+    ) -> Result<usize, TcpError> {
+        let _ = now;
+        let c = writer(&mut self.conns, id)?;
+        let n = c.snd.write_copy(data, |len| pool.alloc(len));
+        if n < data.len() {
+            c.snd.writable_armed = true;
+            if c.snd.room() > 0 {
+                self.ctx.stats.send_alloc_failures += 1;
+            }
+        }
+        self.ctx.stats.bytes_written += n as u64;
+        c.after_input(&mut self.ctx);
+        Ok(n)
+    }
+
+    /// Queues the application's own buffers for sending without a copy: whole slices
+    /// from the front of `slices`, as many as fit in the send buffer; what did not fit
+    /// stays in `slices`, in order, for a later call (after [`Event::Writable`]). Returns
+    /// the bytes taken. The buffers are freed once the peer has acknowledged their last
+    /// byte. Segmentation as for [`Tcp::send`]; a buffer may be any frame-sized
+    /// [`PacketBuf`], including one the application received (an echo server hands its
+    /// received slices straight back).
+    pub fn send_bufs(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        slices: &mut PayloadChain<B>,
+    ) -> Result<usize, TcpError> {
+        let _ = now;
+        let c = writer(&mut self.conns, id)?;
+        let n = c.snd.write_bufs(slices);
+        if !slices.is_empty() {
+            c.snd.writable_armed = true;
+        }
+        self.ctx.stats.bytes_written += n as u64;
+        c.after_input(&mut self.ctx);
+        Ok(n)
+    }
+
+    /// Bytes [`Tcp::send`] could take now (0 for an unknown or write-closed connection).
+    pub fn writable_bytes(&self, id: ConnId) -> usize {
+        self.conn(id)
+            .filter(|c| !c.closing.write_closed)
+            .map_or(0, |c| c.snd.room() as usize)
+    }
+
+    /// `TCP_NODELAY`: with `on`, a segment smaller than the MSS leaves at once even while
+    /// data is unacknowledged (Nagle off, RFC 9293 §3.7.4 allows the application to turn
+    /// it off). Off by default.
+    pub fn set_nodelay(&mut self, id: ConnId, on: bool) -> Result<(), TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        c.snd.nodelay = on;
+        c.after_input(&mut self.ctx);
+        Ok(())
+    }
+
+    /// `TCP_CORK`: with `on`, segments smaller than the MSS wait until a full one can be
+    /// cut or the cork is removed (then they leave at the next [`Tcp::poll_tx`]). A FIN
+    /// after the data is never held. Off by default.
+    pub fn set_cork(&mut self, id: ConnId, on: bool) -> Result<(), TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        c.snd.cork = on;
+        c.after_input(&mut self.ctx);
         Ok(())
     }
 
@@ -259,81 +382,6 @@ impl<B: PacketBuf> Tcp<B> {
         }
     }
 
-    /// Builds every segment due (ACKs, FINs, RSTs, SYN-ACKs) into buffers from `pool` and
-    /// appends them to `out`, stopping when `out` is full or the pool is empty (the rest
-    /// stay due). With `tx_csum_offload`, asks each buffer for TX checksum offload and
-    /// falls back to software when it refuses. Returns the frames appended.
-    pub fn poll_tx<P: BufPool<Buf = B>>(
-        &mut self,
-        now: Instant,
-        pool: &mut P,
-        out: &mut Burst<B>,
-        tx_csum_offload: bool,
-    ) -> usize {
-        self.ctx.spent.free();
-        let start = out.len();
-        while let Some(&(slot, gen)) = self.ctx.due.front() {
-            if out.is_full() {
-                return out.len() - start;
-            }
-            let Some(c) = self.conns.get_gen_mut(slot, gen) else {
-                self.ctx.due.pop_front();
-                continue;
-            };
-            let mut stop = false;
-            // A connection owes at most a RST, its queued ACKs (bounded) and a FIN.
-            loop {
-                if out.is_full() {
-                    stop = true;
-                    break;
-                }
-                match c.build(now, pool, tx_csum_offload) {
-                    Ok(Some((b, r))) => {
-                        self.ctx.ack_stats.count(r);
-                        if tx_csum_offload {
-                            self.ctx.ack_stats.tx_csum_offloaded += 1;
-                        }
-                        out.push(b);
-                    }
-                    Ok(None) => break,
-                    Err(()) => {
-                        self.ctx.ack_stats.alloc_failures += 1;
-                        stop = true;
-                        break;
-                    }
-                }
-            }
-            if stop {
-                return out.len() - start;
-            }
-            c.queued = false;
-            let reap = c.reapable();
-            let d = c.deadline();
-            self.ctx.timers.arm(Kind::Conn, slot, gen, d);
-            self.ctx.due.pop_front();
-            if reap {
-                self.free_conn(slot);
-            }
-        }
-        while let Some(ctl) = self.ctl.front().copied() {
-            if out.is_full() {
-                break;
-            }
-            match ctl.build(pool, self.cfg.ttl, tx_csum_offload) {
-                Some(b) => {
-                    self.ctx.ack_stats.count(ctl.reason);
-                    out.push(b);
-                    self.ctl.pop_front();
-                }
-                None => {
-                    self.ctx.ack_stats.alloc_failures += 1;
-                    break;
-                }
-            }
-        }
-        out.len() - start
-    }
-
     /// Processes one coalesced segment (GRO's output; a SYN or RST is a run of one).
     /// Takes the payload slices it keeps out of `seg.payload` (into the receive or
     /// out-of-order queue); whatever it leaves there (a duplicate, data beyond the window,
@@ -365,4 +413,16 @@ impl<B: PacketBuf> Tcp<B> {
             self.free_conn(slot);
         }
     }
+}
+
+/// The connection for a write: live, and its sending side open.
+fn writer<B: PacketBuf>(conns: &mut Table<Conn<B>>, id: ConnId) -> Result<&mut Conn<B>, TcpError> {
+    let c = conns
+        .get_gen_mut(id.slot, id.gen)
+        .ok_or(TcpError::UnknownConnection)?;
+    let open = matches!(c.state, State::Established | State::CloseWait);
+    if c.closing.write_closed || !open {
+        return Err(TcpError::WriteClosed);
+    }
+    Ok(c)
 }

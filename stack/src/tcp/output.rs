@@ -1,19 +1,25 @@
-//! What a connection sends, built into frames: ACK snapshots taken at the decision, and
-//! the ACK, FIN and RST frames built from them in `poll_tx`; and the stateless frames
-//! of the listener and of segments for no connection (SYN-ACKs, RSTs).
+//! What a connection sends, built into frames: data segments cut from its send queue,
+//! ACK snapshots taken at the decision and the ACK, FIN and RST frames built from them in
+//! `poll_tx`; and the stateless frames of the listener and of segments for no connection
+//! (SYN-ACKs, RSTs).
 //!
-//! Read first: RFC 9293 §3.10.7.1 (the reset for a segment that reached no connection),
-//! RFC 7323 §3 and §4.3 (the timestamp option, TSecr), RFC 2018 §4 and RFC 2883 (SACK and
-//! D-SACK blocks), Linux `tcp_send_ack`, `tcp_send_fin`, `tcp_v4_send_reset`.
+//! Read first: RFC 9293 §3.8.6.2.1 and Linux `tcp_write_xmit` (segmentation; the
+//! decision itself is `Snd::cut` in `conn/send.rs`), Linux `tcp_event_ack_sent` (a data
+//! segment settles the ACK owed), RFC 9293 §3.10.7.1 (the reset for a segment that
+//! reached no connection), RFC 7323 §3 and §4.3 (the timestamp option, TSecr), RFC 2018
+//! §4 and RFC 2883 (SACK and D-SACK blocks), Linux `tcp_send_ack`, `tcp_send_fin`,
+//! `tcp_v4_send_reset`.
 
 use arrayvec::ArrayVec;
 
-use super::conn::{Conn, Ctx};
+use super::conn::{Conn, Ctx, Hold, SWS_OVERRIDE};
 use super::listen::HalfOpen;
+use super::timer::Kind;
 use super::{DropReason, State, Tcp};
 use crate::ack::template::{sack_option, syn_options, AckTemplate, TcpFields};
 use crate::ack::{AckPush, AckReason};
 use crate::buf::{BufPool, PacketBuf};
+use crate::driver::Burst;
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
@@ -61,15 +67,17 @@ impl<B: PacketBuf> Conn<B> {
         self.ack.on_ack_sent();
     }
 
-    /// Builds the next frame this connection owes into a buffer: a RST, else the oldest
-    /// queued ACK, else our FIN. `Ok(None)`: nothing is owed. `Err(())`: the pool is empty
+    /// Builds the next frame this connection owes into a buffer: a RST; else the next
+    /// data segment the send side allows (it carries the ACK owed, and settles the
+    /// queued in-order ACKs); else the oldest queued ACK; else our FIN once every queued
+    /// byte has been sent. `Ok(None)`: nothing is owed. `Err(())`: the pool is empty
     /// (nothing is consumed; it stays owed).
     pub(crate) fn build<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
         pool: &mut P,
         offload: bool,
-    ) -> Result<Option<(B, AckReason)>, ()> {
+    ) -> Result<Option<(B, Sent)>, ()> {
         if self.closing.rst_due {
             let f = TcpFields {
                 seq: self.snd.nxt,
@@ -83,7 +91,12 @@ impl<B: PacketBuf> Conn<B> {
             };
             let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
             self.closing.rst_due = false;
-            return Ok(Some((b, AckReason::Rst)));
+            return Ok(Some((b, Sent::Ack(AckReason::Rst))));
+        }
+        if self.snd.unsent() > 0 && !matches!(self.state, State::Closed) {
+            if let Some(d) = self.build_data(now, pool, offload)? {
+                return Ok(Some(d));
+            }
         }
         if let Some(snap) = self.acks.front() {
             // Field by field, not a copy of the whole snapshot: one queued moments ago
@@ -105,25 +118,21 @@ impl<B: PacketBuf> Conn<B> {
             let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
             self.acks.pop_front();
             self.rcv.last_ack_sent = ack;
-            return Ok(Some((b, reason)));
+            return Ok(Some((b, Sent::Ack(reason))));
         }
-        if !self.closing.fin_due {
+        // Our FIN goes after the last queued byte (RFC 9293 §3.10.4): while data is
+        // unsent it waits, and rides the last data segment.
+        if !self.closing.fin_due || self.snd.nxt < self.snd.end {
             return Ok(None);
         }
         // Our FIN (first or retransmitted) carries an ACK of everything received: it is
         // an ACK sent now (`tcp_send_fin` -> `tcp_transmit_skb` -> `tcp_event_ack_sent`).
         let window = self.select_window();
-        let mut blocks: ArrayVec<SackBlock, MAX_SACK_BLOCKS> = ArrayVec::new();
-        if self.rcv.sack_ok {
-            let max = self.tmpl.max_sack_blocks();
-            for b in self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max) {
-                blocks.push(*b);
-            }
-        }
+        let blocks = self.sack_blocks();
         let mut opt = [0u8; 36];
         let n = sack_option(&blocks, &mut opt);
         let f = TcpFields {
-            seq: self.snd.iss + 1,
+            seq: self.snd.end,
             ack: self.rcv.nxt,
             flags: TcpFlags::ACK | TcpFlags::FIN,
             window,
@@ -133,17 +142,255 @@ impl<B: PacketBuf> Conn<B> {
             },
         };
         let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-        self.closing.fin_due = false;
-        self.rcv.last_ack_sent = self.rcv.nxt;
-        if !self.closing.fin_sent {
-            self.closing.fin_sent = true;
-            self.snd.nxt = self.snd.iss + 2;
+        self.fin_sent(now);
+        self.ack_went_out();
+        Ok(Some((b, Sent::Ack(AckReason::Fin))))
+    }
+
+    /// The SACK blocks an ACK sent now carries: D-SACK first (RFC 2883 §4), then the
+    /// blocks newest first (RFC 2018 §4), as many as the options leave room for.
+    fn sack_blocks(&self) -> ArrayVec<SackBlock, MAX_SACK_BLOCKS> {
+        let mut blocks = ArrayVec::new();
+        if self.rcv.sack_ok {
+            let max = self.tmpl.max_sack_blocks();
+            for b in self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max) {
+                blocks.push(*b);
+            }
         }
+        blocks
+    }
+
+    /// A frame carrying the current RCV.NXT and window left (a FIN or a data segment):
+    /// Linux `tcp_event_ack_sent`. The ACK owed is settled: `rcv_wup` moves, the
+    /// delayed-ACK timer and the pending bits are cleared, one quick ACK is used up.
+    fn ack_went_out(&mut self) {
+        self.rcv.last_ack_sent = self.rcv.nxt;
         self.rcv.wup = self.rcv.nxt;
         self.rcv.free_edge = self.rcv.nxt + self.rcv.free_space() as usize;
         self.rcv.dsack = None;
         self.ack.on_ack_sent();
-        Ok(Some((b, AckReason::Fin)))
+    }
+
+    /// The next data segment (Linux `tcp_write_xmit` for one segment): as much as
+    /// [`Snd::cut`](super::conn::Snd) allows, from SND.NXT, with the current ACK number,
+    /// window and TSecr. `Ok(None)` when the send side holds (the SWS override timer is
+    /// armed when a runt is held with nothing in flight: no ACK would release it).
+    ///
+    /// SACK blocks: only when an ACK is owed (queued or delayed) and the receive side has
+    /// blocks to report; the payload is cut by their length (`tcp_current_mss` counts
+    /// them). Linux puts them on every segment while out-of-order data is held; weir puts
+    /// them on the segment that settles the owed ACK and keeps the others full-sized (the
+    /// duplicate ACKs that report out-of-order data are sent as their own frames anyway,
+    /// see `AckQueue::settle`).
+    ///
+    /// PSH is set when a write ends inside the segment (RFC 9293 §3.9.1; Linux sets it on
+    /// the last segment of each `sendmsg`, `tcp_push`). Our FIN rides the segment that
+    /// ends at the last queued byte once the application has shut down its side.
+    fn build_data<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        offload: bool,
+    ) -> Result<Option<(B, Sent)>, ()> {
+        let fin_pending = self.closing.fin_due && !self.closing.fin_sent;
+        let mut len = match self.snd.cut(fin_pending) {
+            Ok(n) => n,
+            Err(h) => {
+                if h == Hold::Sws && self.snd.nxt == self.snd.una && self.snd.override_at.is_none()
+                {
+                    self.snd.override_at = Some(now + SWS_OVERRIDE);
+                }
+                return Ok(None);
+            }
+        };
+        let owed = !self.acks.is_empty() || self.ack.scheduled();
+        let mut blocks = if owed {
+            self.sack_blocks()
+        } else {
+            ArrayVec::new()
+        };
+        let mut opt = [0u8; 36];
+        let mut n = sack_option(&blocks, &mut opt);
+        let room = self.snd.mss_now().saturating_sub(n as u32);
+        if room == 0 {
+            blocks.clear();
+            n = 0;
+        } else {
+            len = len.min(room);
+        }
+        let seq = self.snd.nxt;
+        let fin = fin_pending && seq + len as usize == self.snd.end;
+        let mut flags = TcpFlags::ACK;
+        if fin {
+            flags |= TcpFlags::FIN;
+        }
+        let f = TcpFields {
+            seq,
+            ack: self.rcv.nxt,
+            flags,
+            window: self.select_window(),
+            ts: Timestamp {
+                tsval: self.ts_now(now),
+                tsecr: self.rcv.ts_recent,
+            },
+        };
+        let snd = &mut self.snd;
+        let fill = |d: &mut [u8]| {
+            let psh = snd.copy_out(seq, d)?;
+            Some(if psh { TcpFlags::PSH } else { TcpFlags::NONE })
+        };
+        let b = self
+            .tmpl
+            .build_with_payload(pool, &f, &opt[..n], len as usize, fill, offload)
+            .ok_or(())?;
+        self.snd.sent(len);
+        let piggybacked = self.acks.settle() as u32 + u32::from(self.ack.scheduled());
+        if blocks.is_empty() {
+            // The D-SACK, if any, still waits for a frame that has room to report it.
+            let dsack = self.rcv.dsack.take();
+            self.ack_went_out();
+            self.rcv.dsack = dsack;
+        } else {
+            self.ack_went_out();
+        }
+        if fin {
+            self.fin_sent(now);
+        }
+        Ok(Some((
+            b,
+            Sent::Data {
+                len,
+                fin,
+                piggybacked,
+            },
+        )))
+    }
+}
+
+/// What [`Conn::build`] built, for the counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// A frame without data (ACK, FIN, RST), counted by reason in `AckStats`.
+    Ack(AckReason),
+    /// A data segment of `len` bytes; `fin`: our FIN rode on it; `piggybacked`: the ACKs
+    /// owed that it carried instead of frames of their own.
+    Data {
+        len: u32,
+        fin: bool,
+        piggybacked: u32,
+    },
+}
+
+/// Most data segments one connection builds before `poll_tx` moves on to the next
+/// connection due (it comes back after them while the burst has room): a
+/// round-robin quantum, as a fair-queueing qdisc gives each flow, so one bulk sender
+/// cannot hold the burst while other connections owe ACKs. 16 segments (23 KiB at MSS
+/// 1448) is a third of a 64 KiB TSO burst.
+const TX_QUOTA: u32 = 16;
+
+impl<B: PacketBuf> Tcp<B> {
+    /// Builds every segment due (data, ACKs, FINs, RSTs, SYN-ACKs) into buffers from
+    /// `pool` and appends them to `out`, stopping when `out` is full or the pool is empty
+    /// (the rest stay due). Data goes as far as the peer's window, the congestion window,
+    /// Nagle, the cork and SWS avoidance allow (see [`Tcp::send`]), each segment carrying
+    /// the connection's ACK. With `tx_csum_offload`, asks each buffer for TX checksum
+    /// offload and falls back to software when it refuses. Returns the frames appended.
+    pub fn poll_tx<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        out: &mut Burst<B>,
+        tx_csum_offload: bool,
+    ) -> usize {
+        self.ctx.spent.free();
+        let start = out.len();
+        while let Some(&(slot, gen)) = self.ctx.due.front() {
+            if out.is_full() {
+                return out.len() - start;
+            }
+            let Some(c) = self.conns.get_gen_mut(slot, gen) else {
+                self.ctx.due.pop_front();
+                continue;
+            };
+            let mut stop = false;
+            let mut data = 0;
+            // A connection owes at most a RST, its queued ACKs (bounded), data (bounded
+            // by its windows and by `TX_QUOTA` per turn) and a FIN.
+            loop {
+                if out.is_full() {
+                    stop = true;
+                    break;
+                }
+                match c.build(now, pool, tx_csum_offload) {
+                    Ok(Some((b, sent))) => {
+                        match sent {
+                            Sent::Ack(r) => {
+                                self.ctx.ack_stats.count(r);
+                                if tx_csum_offload {
+                                    self.ctx.ack_stats.tx_csum_offloaded += 1;
+                                }
+                            }
+                            Sent::Data {
+                                len,
+                                fin,
+                                piggybacked,
+                            } => {
+                                self.ctx.stats.data_segments_sent += 1;
+                                self.ctx.stats.bytes_sent += u64::from(len);
+                                self.ctx.ack_stats.piggybacked += u64::from(piggybacked);
+                                if fin {
+                                    self.ctx.ack_stats.count(AckReason::Fin);
+                                }
+                                data += 1;
+                            }
+                        }
+                        out.push(b);
+                        if data >= TX_QUOTA && c.snd.unsent() > 0 {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(()) => {
+                        self.ctx.ack_stats.alloc_failures += 1;
+                        stop = true;
+                        break;
+                    }
+                }
+            }
+            if stop {
+                return out.len() - start;
+            }
+            self.ctx.due.pop_front();
+            if data >= TX_QUOTA && c.snd.unsent() > 0 {
+                // Its turn is over: to the back of the queue, still due.
+                self.ctx.due.push_back((slot, gen));
+                continue;
+            }
+            c.queued = false;
+            let reap = c.reapable();
+            let d = c.deadline();
+            self.ctx.timers.arm(Kind::Conn, slot, gen, d);
+            if reap {
+                self.free_conn(slot);
+            }
+        }
+        while let Some(ctl) = self.ctl.front().copied() {
+            if out.is_full() {
+                break;
+            }
+            match ctl.build(pool, self.cfg.ttl, tx_csum_offload) {
+                Some(b) => {
+                    self.ctx.ack_stats.count(ctl.reason);
+                    out.push(b);
+                    self.ctl.pop_front();
+                }
+                None => {
+                    self.ctx.ack_stats.alloc_failures += 1;
+                    break;
+                }
+            }
+        }
+        out.len() - start
     }
 }
 

@@ -90,6 +90,14 @@ pub struct TcpStats {
     pub syn_cookies_accepted: u64,
     /// SYNs answered (half-open entries created or cookies sent).
     pub syns_received: u64,
+    /// Data segments sent (each carries the current ACK; not counted in `AckStats`).
+    pub data_segments_sent: u64,
+    /// Payload bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes the application wrote into send buffers (`send` and `send_bufs`).
+    pub bytes_written: u64,
+    /// `send` found the buffer pool empty before it had copied what fitted.
+    pub send_alloc_failures: u64,
     drops: [u64; DropReason::COUNT],
 }
 
@@ -126,6 +134,10 @@ impl TcpStats {
         self.syn_cookies_sent += o.syn_cookies_sent;
         self.syn_cookies_accepted += o.syn_cookies_accepted;
         self.syns_received += o.syns_received;
+        self.data_segments_sent += o.data_segments_sent;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_written += o.bytes_written;
+        self.send_alloc_failures += o.send_alloc_failures;
         for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
             *a += *b;
         }

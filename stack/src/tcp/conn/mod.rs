@@ -4,7 +4,8 @@
 //!
 //! Its state is in three parts: the receive side (`recv.rs`: RFC 9293 §3.3.1's receive
 //! sequence variables, the window, TS.Recent, SACK, the queues), the send side
-//! (`send.rs`: the send sequence variables, and the place of the send path) and the close
+//! (`send.rs`: the send sequence variables, the peer's window, the send queue and the
+//! segmentation decision) and the close
 //! part ([`Closing`]). What moves them is elsewhere in `tcp/`: `input.rs` (RFC 9293
 //! §3.10.7.4), `close.rs` (the closing states) and `output.rs` (the frames).
 
@@ -12,7 +13,7 @@ mod recv;
 mod send;
 
 pub(crate) use recv::Recv;
-pub(crate) use send::Snd;
+pub(crate) use send::{Hold, Snd, SWS_OVERRIDE};
 
 use std::collections::VecDeque;
 
@@ -92,11 +93,13 @@ pub(crate) struct ConnParams {
     pub(crate) ack_queue: usize,
     pub(crate) fin_retries: u8,
     pub(crate) time_wait: Duration,
+    pub(crate) snd_buf: u32,
+    pub(crate) snd_slices: usize,
 }
 
 /// One synchronized connection. Its state is grouped by job: the receive side
 /// ([`Recv`]: sequence space, window, timestamps, SACK, the queues), the send side
-/// ([`Snd`]: what the handshake and our FIN use today, and where the send path goes), and
+/// ([`Snd`]: the send sequence variables, the window, the send queue), and
 /// the close part ([`Closing`]: FIN, RST and TIME-WAIT, driven by `tcp/close.rs`).
 pub(crate) struct Conn<B> {
     pub(crate) id: ConnId,
@@ -105,7 +108,7 @@ pub(crate) struct Conn<B> {
     /// Headers of every frame this connection sends, built once at set-up.
     pub(crate) tmpl: AckTemplate,
     pub(crate) rcv: Recv<B>,
-    pub(crate) snd: Snd,
+    pub(crate) snd: Snd<B>,
     pub(crate) closing: Closing,
     /// The ACK policy's per-connection state (delayed ACK, quick ACKs, SACK compression).
     pub(crate) ack: AckState,
@@ -134,6 +137,9 @@ pub(crate) struct Closing {
     pub(crate) time_wait: Duration,
     /// The application closed (or aborted) the connection.
     pub(crate) app_closed: bool,
+    /// The application will write no more (`shutdown` or `close`): our FIN follows the
+    /// queued data.
+    pub(crate) write_closed: bool,
     /// The peer's FIN arrived in order.
     pub(crate) peer_closed: bool,
 }
@@ -161,6 +167,12 @@ impl<B: PacketBuf> Conn<B> {
             .min(syn_wnd / 2)
             .clamp(88, 536);
         let peer_wnd = u32::from(p.peer_window);
+        // Linux `tcp_mtu_to_mss` and `tcp_current_mss`: the smaller of our MTU's MSS and
+        // the peer's, at least `tcp_min_snd_mss` (48), less the options every data
+        // segment carries.
+        let snd_mss = u32::from(p.peer_mss.min(p.advmss))
+            .max(48)
+            .saturating_sub(opt_len);
         Conn {
             id: ConnId { slot: 0, gen: 0 },
             flow: p.flow,
@@ -188,14 +200,18 @@ impl<B: PacketBuf> Conn<B> {
                 rxq_bytes: 0,
                 readable_signalled: false,
             },
-            snd: Snd {
-                iss: p.iss,
-                una: p.iss + 1,
-                nxt: p.iss + 1,
-                max_wnd: peer_wnd.max(1),
-                wscale: snd_wscale,
-                ts_offset: p.ts_offset,
-            },
+            snd: Snd::new(
+                p.iss,
+                p.iss + 1,
+                peer_wnd << snd_wscale,
+                p.irs,
+                snd_wscale,
+                p.ts_offset,
+                snd_mss,
+                20 + opt_len,
+                p.snd_buf,
+                p.snd_slices,
+            ),
             closing: Closing {
                 fin_due: false,
                 fin_sent: false,
@@ -206,6 +222,7 @@ impl<B: PacketBuf> Conn<B> {
                 tw_deadline: None,
                 time_wait: p.time_wait,
                 app_closed: false,
+                write_closed: false,
                 peer_closed: false,
             },
             ack: AckState::new(p.ack, u32::from(p.advmss), init_rcv_mss, p.srtt),
@@ -226,7 +243,7 @@ impl<B: PacketBuf> Conn<B> {
         use crate::time::earliest;
         earliest(
             earliest(self.ack.deadline(), self.closing.fin_deadline),
-            self.closing.tw_deadline,
+            earliest(self.closing.tw_deadline, self.snd.override_at),
         )
     }
 
@@ -239,10 +256,15 @@ impl<B: PacketBuf> Conn<B> {
 
     /// The end of an event (a segment, a timer, an application call): an ACK decided
     /// during it is snapshotted now, then the connection is queued for `poll_tx` if it owes
-    /// anything.
+    /// anything (an ACK, a FIN, a RST, or queued data, which `poll_tx` sends as far as the
+    /// windows, Nagle and the cork allow).
     pub(crate) fn after_input(&mut self, ctx: &mut Ctx<B>) {
         self.commit_ack(ctx);
-        if !self.acks.is_empty() || self.closing.fin_due || self.closing.rst_due {
+        if !self.acks.is_empty()
+            || self.closing.fin_due
+            || self.closing.rst_due
+            || self.snd.unsent() > 0
+        {
             self.mark_due(ctx);
         }
         ctx.timers
@@ -253,6 +275,13 @@ impl<B: PacketBuf> Conn<B> {
     /// the closing states' (FIN retransmission, TIME-WAIT), and re-arms the rest.
     pub(crate) fn handle_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.ack.handle_timeout(now);
+        if let Some(t) = self.snd.override_at {
+            if t <= now {
+                // RFC 9293 §3.8.6.2.1 (4): the held runt may go.
+                self.snd.override_at = None;
+                self.snd.override_fired = true;
+            }
+        }
         if self.closing_timeout(now, ctx).is_break() {
             return;
         }
@@ -274,11 +303,18 @@ impl<B: PacketBuf> Conn<B> {
             timestamps: self.rcv.ts_ok,
             rcv_wscale: self.rcv.wscale,
             snd_wscale: self.snd.wscale,
+            snd_una: self.snd.una,
+            snd_nxt: self.snd.nxt,
+            snd_wnd: self.snd.wnd,
+            snd_mss: self.snd.mss,
+            snd_queued: self.snd.queued(),
+            snd_unsent: self.snd.unsent(),
         }
     }
 
     pub(crate) fn release(&mut self, ctx: &mut Ctx<B>) {
         ctx.ooo.clear(&mut self.rcv.ooo);
         self.rcv.rxq.clear();
+        self.snd.clear(&mut ctx.spent);
     }
 }

@@ -1,29 +1,738 @@
-//! The send side of a connection: RFC 9293 §3.3.1's send sequence variables.
+//! The send side of a connection: RFC 9293 §3.3.1's send sequence variables, the send
+//! window (SND.WND, SND.WL1, SND.WL2), the bounded send queue, and the decision of how
+//! much to send now.
 //!
-//! Today weir sends no data: the send side covers the handshake and our FIN (SND.NXT
-//! moves past the SYN and the FIN), checks the peer's ACKs against it (RFC 5961 §5.2) and
-//! stamps our TSval on every frame.
+//! Read first: RFC 9293 §3.8.6.2.1 (sender SWS avoidance), §3.7.4 and RFC 896 (Nagle),
+//! §3.10.7.4 fifth step (the window update), RFC 6928 (the initial window), Linux
+//! `tcp_write_xmit`, `tcp_nagle_check`, `tcp_bound_to_half_wnd`, `tcp_current_mss`,
+//! `sk_stream_write_space`; then docs/decisions/send-path.md (why the queue holds
+//! buffers, not bytes).
+//!
+//! The queue holds the application's bytes in the buffers they came in
+//! ([`PayloadSlice`]s), from SND.UNA to the last byte written; a buffer leaves, into the
+//! core's free batch, once SND.UNA passes its last byte. Its bounds are bytes
+//! ([`TcpConfig::snd_buf`](crate::tcp::TcpConfig::snd_buf)) and buffers
+//! ([`TcpConfig::snd_slices`](crate::tcp::TcpConfig::snd_slices)); its storage is
+//! allocated once, on the connection's first write, so a connection that never sends
+//! costs nothing here.
+//!
+//! [`Snd::cut`] decides the next segment: at most the MSS in use, the usable window and
+//! what the congestion window leaves; a segment smaller than the MSS waits under Nagle,
+//! the cork or SWS avoidance (see [`Hold`]).
 
+use std::collections::VecDeque;
+
+use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
 use crate::seq::SeqNumber;
+use crate::time::{Duration, Instant};
+
+/// RFC 1122 §4.2.3.4: the SWS override timeout "should be in the range 0.1 - 1.0
+/// seconds"; weir takes 200 ms, Linux's `TCP_RTO_MIN` and the delayed-ACK ceiling, so a
+/// held runt never waits longer than a peer's delayed ACK would.
+pub(crate) const SWS_OVERRIDE: Duration = Duration::from_millis(200);
+
+/// RFC 6928 §2: IW = min(10*MSS, max(2*MSS, 14600)) bytes.
+pub(crate) fn initial_window(mss: u32) -> u32 {
+    (10 * mss).min((2 * mss).max(14_600))
+}
+
+/// One buffer of the send queue.
+pub(crate) struct SndSlice<B> {
+    pub(crate) s: PayloadSlice<B>,
+    /// The end of the last write whose last byte is in this buffer (the sequence number
+    /// just past it): the segment that carries it gets PSH (RFC 9293 §3.9.1, Linux
+    /// `tcp_mark_push`).
+    push_at: Option<SeqNumber>,
+    /// Bytes after the slice that `send` may still copy into: a buffer `send` allocated.
+    /// Zero for buffers handed over by `send_bufs` (their other bytes are not ours).
+    room: u16,
+}
+
+/// Why [`Snd::cut`] sends nothing now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Nothing queued beyond SND.NXT.
+    Empty,
+    /// The peer's window is full (SND.NXT at or beyond SND.UNA + SND.WND; a window the
+    /// peer shrank is never sent beyond).
+    Window,
+    /// The congestion window is full (RFC 5681 §3.1: never more than cwnd in flight).
+    Cwnd,
+    /// Nagle (RFC 9293 §3.7.4, RFC 896) as Linux `tcp_nagle_check` has it: a small
+    /// segment waits while an earlier small segment is unacknowledged.
+    Nagle,
+    /// Corked: a small segment waits until a full one can go or the cork is removed.
+    Cork,
+    /// Sender SWS avoidance (RFC 9293 §3.8.6.2.1): a runt the window cuts short waits
+    /// for the window to open, or for the override timer.
+    Sws,
+}
 
 /// The send side of one connection.
 ///
-/// The send path belongs here: its send buffer, the retransmission queue (with the RTT
-/// estimate and RTO of RFC 6298) and congestion control (RFC 5681) are fields of this
-/// struct, next to the sequence variables they move. Their input is the ACK step of
-/// segment processing (`Conn::check_ack` in `tcp/input.rs`), which already advances
-/// SND.UNA; their output is built by `tcp/output.rs` with the frames it builds today.
-pub(crate) struct Snd {
-    /// ISS: our initial sequence number.
-    pub(crate) iss: SeqNumber,
+/// The retransmission queue, RTT estimate and congestion control of the send path join
+/// here (step 3 of docs/decisions/send-path.md): their input is the ACK step
+/// (`Conn::check_ack` in `tcp/input.rs`), which moves SND.UNA and the window; their output
+/// is built by `tcp/output.rs`.
+pub(crate) struct Snd<B> {
     /// SND.UNA: the oldest sequence number not acknowledged.
     pub(crate) una: SeqNumber,
     /// SND.NXT: the next sequence number to send.
     pub(crate) nxt: SeqNumber,
+    /// SND.WND: the peer's window (scaled), from the segment SND.WL1/WL2 name.
+    pub(crate) wnd: u32,
+    /// SND.WL1, SND.WL2: the sequence and acknowledgment numbers of the segment the
+    /// window was last taken from (RFC 9293 §3.10.7.4).
+    pub(crate) wl1: SeqNumber,
+    pub(crate) wl2: SeqNumber,
     /// MAX.SND.WND: the largest window the peer has offered (RFC 5961 §5.2).
     pub(crate) max_wnd: u32,
     /// The peer's window scale shift (0 if not negotiated).
     pub(crate) wscale: u8,
     /// Our timestamp clock's per-flow offset (RFC 7323 §5.4).
     pub(crate) ts_offset: u32,
+    /// Payload bytes per full segment: the peer's MSS (bounded by ours) less the options
+    /// every data segment carries (`tcp_current_mss`).
+    pub(crate) mss: u32,
+    /// TCP header bytes of a data segment (20, or 32 with timestamps).
+    pub(crate) hdr_len: u32,
+    /// The congestion window in bytes. Until `stack::tcp::cc` is wired in it stays RFC
+    /// 6928's initial window, [`initial_window`].
+    pub(crate) cwnd: u32,
+    /// The send queue: bytes from `q_seq` to `end`.
+    q: VecDeque<SndSlice<B>>,
+    /// The sequence number of the queue's first byte.
+    q_seq: SeqNumber,
+    /// The sequence number after the last byte written (where our FIN goes).
+    pub(crate) end: SeqNumber,
+    q_bytes: u32,
+    /// Bounds: bytes and buffers (`TcpConfig::snd_buf`, `snd_slices`).
+    buf: u32,
+    max_slices: usize,
+    /// Where the last segment's copy ended: `(index in q, sequence number of that
+    /// buffer's first byte)`, so the next copy starts there instead of at the front.
+    cursor: (usize, SeqNumber),
+    /// The end of the last segment sent smaller than the MSS (Linux `snd_sml`, Minshall's
+    /// refinement of Nagle).
+    sml: SeqNumber,
+    /// TCP_NODELAY: no Nagle.
+    pub(crate) nodelay: bool,
+    /// TCP_CORK: small segments wait.
+    pub(crate) cork: bool,
+    /// A write found the queue full: `Event::Writable` is owed when space frees.
+    pub(crate) writable_armed: bool,
+    /// The SWS override timer (RFC 9293 §3.8.6.2.1 (4)), armed while a runt is held
+    /// with nothing in flight; when it fires the runt may go.
+    pub(crate) override_at: Option<Instant>,
+    pub(crate) override_fired: bool,
+}
+
+impl<B: PacketBuf> Snd<B> {
+    /// The send side with ISS `iss` (data starts at ISS + 1) and SND.UNA = SND.NXT =
+    /// `una`, nothing queued, the
+    /// window `wnd` taken from a segment at `wl1` (RFC 9293 §3.10.7.3-4: SND.WL1 is the
+    /// sequence number of the segment that set the window).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        iss: SeqNumber,
+        una: SeqNumber,
+        wnd: u32,
+        wl1: SeqNumber,
+        wscale: u8,
+        ts_offset: u32,
+        mss: u32,
+        hdr_len: u32,
+        buf: u32,
+        max_slices: usize,
+    ) -> Self {
+        let data = iss + 1;
+        Snd {
+            una,
+            nxt: una,
+            wnd,
+            wl1,
+            wl2: una,
+            max_wnd: wnd.max(1),
+            wscale,
+            ts_offset,
+            mss,
+            hdr_len,
+            cwnd: initial_window(mss),
+            q: VecDeque::new(),
+            q_seq: data,
+            end: data,
+            q_bytes: 0,
+            buf,
+            max_slices: max_slices.max(1),
+            cursor: (0, data),
+            sml: una,
+            nodelay: false,
+            cork: false,
+            writable_armed: false,
+            override_at: None,
+            override_fired: false,
+        }
+    }
+
+    /// Bytes queued and not yet sent.
+    #[inline(always)]
+    pub(crate) fn unsent(&self) -> u32 {
+        if self.nxt < self.end {
+            (self.end - self.nxt) as u32
+        } else {
+            0
+        }
+    }
+
+    /// Bytes in the queue (sent and unacknowledged, plus unsent).
+    pub(crate) fn queued(&self) -> u32 {
+        self.q_bytes
+    }
+
+    /// Bytes a write could add now (0 when either bound is reached).
+    pub(crate) fn room(&self) -> u32 {
+        if self.q.len() >= self.max_slices && self.tail_room() == 0 {
+            return 0;
+        }
+        self.buf.saturating_sub(self.q_bytes)
+    }
+
+    fn tail_room(&self) -> u32 {
+        self.q.back().map_or(0, |t| u32::from(t.room))
+    }
+
+    fn reserve(&mut self) {
+        if self.q.capacity() == 0 {
+            // The connection's first write: its queue, allocated once and never grown.
+            self.q.reserve_exact(self.max_slices);
+        }
+    }
+
+    /// `send`'s copy: `data` into the tail buffer's room, then into buffers from `alloc`
+    /// of `mss` bytes each, while the bounds allow. Returns the bytes taken.
+    pub(crate) fn write_copy(
+        &mut self,
+        data: &[u8],
+        mut alloc: impl FnMut(usize) -> Option<B>,
+    ) -> usize {
+        let limit = (self.room() as usize).min(data.len());
+        if limit == 0 {
+            return 0;
+        }
+        self.reserve();
+        let mut taken = 0;
+        if let Some(t) = self.q.back_mut() {
+            let n = usize::from(t.room).min(limit);
+            if n > 0 {
+                let at = usize::from(t.s.off) + usize::from(t.s.len);
+                if let Some(dst) = t.s.buf.data_mut().get_mut(at..at + n) {
+                    dst.copy_from_slice(&data[..n]);
+                    t.s.len += n as u16;
+                    t.room -= n as u16;
+                    taken = n;
+                }
+            }
+        }
+        let cap = self.mss.clamp(1, u32::from(u16::MAX)) as usize;
+        while taken < limit && self.q.len() < self.max_slices {
+            let Some(mut b) = alloc(cap) else {
+                break;
+            };
+            let n = cap.min(limit - taken);
+            match b.data_mut().get_mut(..n) {
+                Some(dst) => dst.copy_from_slice(&data[taken..taken + n]),
+                None => break,
+            }
+            let room = (b.data().len().min(cap) - n) as u16;
+            self.q.push_back(SndSlice {
+                s: PayloadSlice {
+                    buf: b,
+                    off: 0,
+                    len: n as u16,
+                },
+                push_at: None,
+                room,
+            });
+            taken += n;
+        }
+        self.wrote(taken as u32);
+        taken
+    }
+
+    /// `send_bufs`: whole buffers from the front of `chain` while the bounds allow; the
+    /// rest stay in `chain`, in order. Returns the bytes taken.
+    pub(crate) fn write_bufs(&mut self, chain: &mut PayloadChain<B>) -> usize {
+        let mut bytes = 0u32;
+        let mut k = 0;
+        let free_slots = self.max_slices.saturating_sub(self.q.len());
+        let room = self.buf.saturating_sub(self.q_bytes);
+        for s in chain.slices() {
+            if k >= free_slots || bytes + u32::from(s.len) > room {
+                break;
+            }
+            bytes += u32::from(s.len);
+            k += 1;
+        }
+        if k == 0 {
+            return 0;
+        }
+        self.reserve();
+        for s in chain.drain_front(k) {
+            if s.len > 0 {
+                self.q.push_back(SndSlice {
+                    s,
+                    push_at: None,
+                    room: 0,
+                });
+            }
+        }
+        self.wrote(bytes);
+        bytes as usize
+    }
+
+    /// A write of `n` bytes ended: the queue grows and its last buffer marks the push.
+    fn wrote(&mut self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.q_bytes += n;
+        self.end += n as usize;
+        let end = self.end;
+        if let Some(t) = self.q.back_mut() {
+            t.push_at = Some(end);
+        }
+    }
+
+    /// SND.UNA moved to `una`: the buffers wholly below it go to `spent`, the first one
+    /// left is trimmed. Returns `true` when the application should hear
+    /// `Event::Writable`: a write found the queue full, and now it has space again by
+    /// Linux's measure (`sk_stream_write_space`: free space at least half of what is
+    /// queued), in bytes and in buffers.
+    pub(crate) fn acked(&mut self, una: SeqNumber, spent: &mut FreeBatch<B>) -> bool {
+        let upto = una.min(self.end);
+        if upto <= self.q_seq {
+            return false;
+        }
+        let mut left = (upto - self.q_seq) as u32;
+        self.q_seq = upto;
+        self.q_bytes -= left;
+        let mut popped = 0;
+        while left > 0 {
+            let Some(front) = self.q.front_mut() else {
+                break;
+            };
+            let l = u32::from(front.s.len);
+            if l <= left {
+                left -= l;
+                if let Some(sl) = self.q.pop_front() {
+                    spent.push(sl.s.buf);
+                }
+                popped += 1;
+            } else {
+                // Part of this buffer is still unacknowledged.
+                front.s.off += left as u16;
+                front.s.len -= left as u16;
+                left = 0;
+            }
+        }
+        if self.q.is_empty() {
+            // Back to the storage's first slots, as the receive queue does.
+            self.q.clear();
+        }
+        self.cursor = match self.cursor.0.checked_sub(popped) {
+            Some(0) | None => (0, self.q_seq),
+            Some(i) => (i, self.cursor.1),
+        };
+        if !self.writable_armed {
+            return false;
+        }
+        let free_bytes = self.buf.saturating_sub(self.q_bytes);
+        let free_slots = self.max_slices.saturating_sub(self.q.len());
+        let ok = free_bytes > 0
+            && free_bytes >= self.q_bytes / 2
+            && free_slots > 0
+            && free_slots >= self.q.len() / 2;
+        if ok {
+            self.writable_armed = false;
+        }
+        ok
+    }
+
+    /// Linux `tcp_bound_to_half_wnd`: no segment larger than half the largest window the
+    /// peer offered (so a "full" segment is at most half its window: RFC 9293
+    /// §3.8.6.2.1's Fs = 1/2 case is then a full segment), but not below 68 bytes of IP
+    /// datagram payload.
+    pub(crate) fn mss_now(&self) -> u32 {
+        let cutoff = if self.max_wnd > 536 {
+            self.max_wnd / 2
+        } else {
+            self.max_wnd
+        };
+        if cutoff > 0 && self.mss > cutoff {
+            cutoff.max(68u32.saturating_sub(self.hdr_len))
+        } else {
+            self.mss
+        }
+    }
+
+    /// How many bytes to send from SND.NXT now (`tcp_write_xmit`'s tests), or why none.
+    /// `fin`: a FIN follows the queued data (it rides the last segment, which Nagle and
+    /// the cork never hold: Linux `tcp_nagle_test` sends a FIN segment at once).
+    pub(crate) fn cut(&self, fin: bool) -> Result<u32, Hold> {
+        let unsent = self.unsent();
+        if unsent == 0 {
+            return Err(Hold::Empty);
+        }
+        let mss = self.mss_now();
+        // Never beyond SND.UNA + SND.WND (RFC 9293 §3.8.6.2.1 U; a shrunk window leaves
+        // no usable space at all).
+        let right = self.una + self.wnd as usize;
+        let usable = if right > self.nxt {
+            (right - self.nxt) as u32
+        } else {
+            0
+        };
+        let in_flight = (self.nxt - self.una) as u32;
+        let wnd_len = unsent.min(mss).min(usable);
+        if wnd_len == 0 {
+            return Err(Hold::Window);
+        }
+        // RFC 5681 §3.1: no more than cwnd in flight; a segment the congestion window
+        // would cut short waits for the next ACK rather than go as a runt.
+        if self.cwnd.saturating_sub(in_flight) < wnd_len {
+            return Err(Hold::Cwnd);
+        }
+        let len = wnd_len;
+        // RFC 9293 §3.8.6.2.1 (1): a full segment goes.
+        if len == mss {
+            return Ok(len);
+        }
+        let last = len == unsent;
+        if fin && last {
+            return Ok(len);
+        }
+        if self.cork {
+            return Err(Hold::Cork);
+        }
+        // RFC 9293 §3.7.4 / RFC 896 (the bracketed conditions of §3.8.6.2.1 (2), (3)):
+        // with data unacknowledged a small segment waits, unless TCP_NODELAY. As Linux
+        // (`tcp_nagle_check` -> `tcp_minshall_check`), "unacknowledged data" is a small
+        // segment sent and not yet acknowledged (Minshall's refinement): the tail of a
+        // write behind full segments goes at once, so a request/response exchange does
+        // not wait a round trip for each reply's last segment, and small segments are
+        // still at most one per round trip.
+        if in_flight > 0 && !self.nodelay && self.sml > self.una && self.sml <= self.nxt {
+            return Err(Hold::Nagle);
+        }
+        // (2): every write is pushed, and all of the queued data fits: D <= U.
+        if last {
+            return Ok(len);
+        }
+        // (3): at least Fs = 1/2 of the largest window can go.
+        if u64::from(len) * 2 >= u64::from(self.max_wnd) {
+            return Ok(len);
+        }
+        // (4): the override timeout fired.
+        if self.override_fired {
+            return Ok(len);
+        }
+        Err(Hold::Sws)
+    }
+
+    /// A segment of `len` bytes from SND.NXT was built: SND.NXT moves past it, and a
+    /// segment smaller than the MSS is remembered for Nagle (`tcp_minshall_update`).
+    pub(crate) fn sent(&mut self, len: u32) {
+        let small = len < self.mss_now();
+        self.nxt += len as usize;
+        if small {
+            self.sml = self.nxt;
+        }
+        self.override_at = None;
+        self.override_fired = false;
+    }
+
+    /// Copies `dst.len()` queued bytes starting at `seq` into `dst`; returns whether a
+    /// write ends inside them (the segment gets PSH). `false` and nothing copied when
+    /// they are not all queued (cannot happen for a cut from [`Snd::cut`]).
+    pub(crate) fn copy_out(&mut self, seq: SeqNumber, dst: &mut [u8]) -> Option<bool> {
+        let end = seq + dst.len();
+        if seq < self.q_seq || end > self.end {
+            return None;
+        }
+        let (mut i, mut start) = if seq >= self.cursor.1 && self.cursor.0 < self.q.len() {
+            self.cursor
+        } else {
+            (0, self.q_seq)
+        };
+        let mut psh = false;
+        let mut at = seq;
+        let mut out = 0usize;
+        while out < dst.len() {
+            let sl = self.q.get(i)?;
+            let l = usize::from(sl.s.len);
+            let sl_end = start + l;
+            if at >= sl_end {
+                i += 1;
+                start = sl_end;
+                continue;
+            }
+            let from = at - start;
+            let n = (l - from).min(dst.len() - out);
+            dst[out..out + n].copy_from_slice(sl.s.bytes().get(from..from + n)?);
+            if let Some(p) = sl.push_at {
+                if p > at && p <= at + n {
+                    psh = true;
+                }
+            }
+            out += n;
+            at += n;
+            self.cursor = (i, start);
+        }
+        Some(psh)
+    }
+
+    /// Frees every queued buffer (the connection is gone).
+    pub(crate) fn clear(&mut self, spent: &mut FreeBatch<B>) {
+        for sl in self.q.drain(..) {
+            spent.push(sl.s.buf);
+        }
+        self.q_bytes = 0;
+        self.q_seq = self.end;
+        self.cursor = (0, self.end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::VecBuf;
+
+    const MSS: u32 = 1000;
+
+    fn snd(wnd: u32) -> Snd<VecBuf> {
+        Snd::new(
+            SeqNumber(99),
+            SeqNumber(100),
+            wnd,
+            SeqNumber(0),
+            0,
+            0,
+            MSS,
+            32,
+            64_000,
+            64,
+        )
+    }
+
+    fn alloc(n: usize) -> Option<VecBuf> {
+        Some(VecBuf::from_vec(vec![0; n]))
+    }
+
+    fn write(s: &mut Snd<VecBuf>, n: usize) -> usize {
+        let data: Vec<u8> = (0..n).map(|i| i as u8).collect();
+        s.write_copy(&data, alloc)
+    }
+
+    /// Sends what `cut` allows, as `poll_tx` would, until it holds.
+    fn send_all(s: &mut Snd<VecBuf>) -> (Vec<u32>, Hold) {
+        let mut v = Vec::new();
+        loop {
+            match s.cut(false) {
+                Ok(n) => {
+                    let mut b = vec![0; n as usize];
+                    assert!(s.copy_out(s.nxt, &mut b).is_some());
+                    s.sent(n);
+                    v.push(n);
+                }
+                Err(h) => return (v, h),
+            }
+        }
+    }
+
+    #[test]
+    fn rfc6928_2_initial_window_is_ten_segments_capped() {
+        assert_eq!(initial_window(1448), 14_480);
+        assert_eq!(initial_window(1460), 14_600);
+        assert_eq!(initial_window(9000), 18_000);
+        assert_eq!(initial_window(536), 5_360);
+    }
+
+    #[test]
+    fn rfc9293_3_8_6_2_1_full_segments_then_runt_when_all_data_fits() {
+        let mut s = snd(64_000);
+        assert_eq!(write(&mut s, 2500), 2500);
+        // The whole write goes, the runt last (D <= U): only full segments are in
+        // flight, so Nagle (with Minshall's refinement) does not hold it.
+        assert_eq!(send_all(&mut s), (vec![1000, 1000, 500], Hold::Empty));
+    }
+
+    #[test]
+    fn rfc9293_3_7_4_nagle_holds_small_segment_while_unacked() {
+        let mut s = snd(64_000);
+        write(&mut s, 100);
+        assert_eq!(send_all(&mut s), (vec![100], Hold::Empty));
+        write(&mut s, 100);
+        assert_eq!(s.cut(false), Err(Hold::Nagle));
+        s.nodelay = true;
+        assert_eq!(s.cut(false), Ok(100), "TCP_NODELAY");
+        s.nodelay = false;
+        s.una = s.nxt;
+        assert_eq!(s.cut(false), Ok(100), "released by the ACK");
+        // Full segments behind the held runt go: Nagle holds only small ones.
+        write(&mut s, 2000);
+        s.sent(100);
+        assert_eq!(s.cut(false), Ok(1000));
+    }
+
+    #[test]
+    fn cork_holds_small_segments_until_full_or_uncorked() {
+        let mut s = snd(64_000);
+        s.cork = true;
+        write(&mut s, 600);
+        assert_eq!(s.cut(false), Err(Hold::Cork));
+        write(&mut s, 600);
+        assert_eq!(send_all(&mut s), (vec![1000], Hold::Cork));
+        s.una = s.nxt;
+        s.cork = false;
+        assert_eq!(s.cut(false), Ok(200));
+        // A FIN after the data is never held.
+        s.cork = true;
+        assert_eq!(s.cut(true), Ok(200));
+    }
+
+    #[test]
+    fn rfc9293_3_8_6_2_1_sws_runt_waits_for_window_or_half_max_window() {
+        let mut s = snd(4000);
+        write(&mut s, 3000);
+        s.wnd = 300;
+        s.nodelay = true;
+        // 300 < MSS, not all the data, under half of the 4000 max window: held.
+        assert_eq!(s.cut(false), Err(Hold::Sws));
+        s.wnd = 2000;
+        assert_eq!(s.cut(false), Ok(1000));
+        s.wnd = 2500;
+        s.sent(1000);
+        s.sent(1000);
+        // 500 usable: under half the max window, not all of the 1000 queued.
+        assert_eq!(s.cut(false), Err(Hold::Sws));
+        s.override_fired = true;
+        assert_eq!(s.cut(false), Ok(500), "the override timeout (4)");
+    }
+
+    #[test]
+    fn sws_fs_half_of_max_window_goes() {
+        let mut s = snd(1600);
+        write(&mut s, 3000);
+        // mss_now is bounded to half the max window: 800 is a full segment.
+        assert_eq!(s.mss_now(), 800);
+        assert_eq!(s.cut(false), Ok(800));
+    }
+
+    #[test]
+    fn rfc9293_3_8_6_2_1_never_beyond_the_window_even_when_shrunk() {
+        let mut s = snd(2000);
+        write(&mut s, 5000);
+        assert_eq!(send_all(&mut s).0, vec![1000, 1000]);
+        assert_eq!(s.cut(false), Err(Hold::Window));
+        // The peer shrinks its window: SND.UNA + SND.WND is now left of SND.NXT.
+        s.wnd = 500;
+        assert_eq!(s.cut(false), Err(Hold::Window));
+        s.wnd = 0;
+        assert_eq!(s.cut(false), Err(Hold::Window));
+    }
+
+    #[test]
+    fn rfc5681_3_1_never_beyond_cwnd() {
+        let mut s = snd(1 << 20);
+        write(&mut s, 50_000);
+        s.nodelay = true;
+        let (v, h) = send_all(&mut s);
+        assert_eq!(v.iter().sum::<u32>(), s.cwnd);
+        assert_eq!(h, Hold::Cwnd);
+    }
+
+    #[test]
+    fn queue_bounded_by_bytes_and_buffers() {
+        let mut s = Snd::<VecBuf>::new(
+            SeqNumber(0),
+            SeqNumber(1),
+            1 << 20,
+            SeqNumber(0),
+            0,
+            0,
+            100,
+            20,
+            1000,
+            4,
+        );
+        assert_eq!(write(&mut s, 5000), 400, "four buffers of one MSS");
+        assert_eq!(s.room(), 0);
+        let mut s = Snd::<VecBuf>::new(
+            SeqNumber(0),
+            SeqNumber(1),
+            1 << 20,
+            SeqNumber(0),
+            0,
+            0,
+            100,
+            20,
+            250,
+            64,
+        );
+        assert_eq!(write(&mut s, 5000), 250, "the byte bound");
+        assert_eq!(write(&mut s, 1), 0);
+    }
+
+    #[test]
+    fn small_writes_share_a_buffer_and_mark_push_at_each_end() {
+        let mut s = snd(64_000);
+        write(&mut s, 10);
+        write(&mut s, 10);
+        assert_eq!(
+            s.q.len(),
+            1,
+            "the second write filled the first buffer's room"
+        );
+        let mut b = [0u8; 20];
+        assert_eq!(s.copy_out(SeqNumber(100), &mut b), Some(true));
+        assert_eq!(&b[..12], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]);
+        let mut b = [0u8; 5];
+        assert_eq!(s.copy_out(SeqNumber(100), &mut b), Some(false));
+    }
+
+    #[test]
+    fn acked_frees_whole_buffers_and_writable_after_full() {
+        let mut s = Snd::<VecBuf>::new(
+            SeqNumber(0),
+            SeqNumber(1),
+            1 << 20,
+            SeqNumber(0),
+            0,
+            0,
+            100,
+            20,
+            1000,
+            64,
+        );
+        assert_eq!(write(&mut s, 2000), 1000);
+        s.writable_armed = true;
+        s.nxt = s.end;
+        let mut spent = FreeBatch::new();
+        assert!(
+            !s.acked(SeqNumber(1 + 150), &mut spent),
+            "850 queued, 150 free"
+        );
+        assert_eq!(s.queued(), 850);
+        assert!(
+            s.acked(SeqNumber(1 + 400), &mut spent),
+            "600 queued, 400 free"
+        );
+        assert!(!s.writable_armed, "edge-triggered: once");
+        let mut b = [0u8; 10];
+        assert_eq!(s.copy_out(SeqNumber(401), &mut b), Some(false));
+        assert_eq!(b[0], 400u32 as u8);
+        // An ACK beyond the data (our FIN) frees everything and no more.
+        assert!(!s.acked(SeqNumber(1 + 1001), &mut spent));
+        assert_eq!(s.queued(), 0);
+    }
 }

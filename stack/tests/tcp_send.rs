@@ -1,0 +1,418 @@
+//! Sending data on an established connection: the send buffer, segmentation (MSS, PSH,
+//! Nagle, cork, SWS avoidance), the peer's window, piggybacked ACKs, FIN after the queued
+//! data and `Event::Writable` (RFC 9293 §3.7.4, §3.8.6.2.1, §3.10.7.4; Linux
+//! `tcp_write_xmit`, `tcp_event_ack_sent`). Each test names what it checks.
+
+use stack::ack::{AckPolicy, AckReason};
+use stack::buf::{PayloadChain, PayloadSlice};
+use stack::mem::VecBuf;
+use stack::seq::SeqNumber;
+use stack::tcp::{ConnId, Event, State, TcpConfig, TcpError};
+use stack::time::Duration;
+use stack::wire::TcpFlags;
+use testkit::tcp::*;
+
+/// The byte at offset `i` of what the application writes.
+fn byte(i: usize) -> u8 {
+    (i % 253) as u8
+}
+
+fn bytes(from: usize, n: usize) -> Vec<u8> {
+    (from..from + n).map(byte).collect()
+}
+
+fn established(o: SynOpts) -> (Fixture, ConnId) {
+    established_cfg(cfg(), o)
+}
+
+fn established_cfg(c: TcpConfig, o: SynOpts) -> (Fixture, ConnId) {
+    let mut h = Fixture::with_cfg(c, AckPolicy::linux());
+    h.window = 60_000;
+    h.handshake(o);
+    let id = h.id();
+    (h, id)
+}
+
+/// SynOpts::all without window scaling, so the peer's window field is in bytes.
+fn unscaled() -> SynOpts {
+    SynOpts {
+        wscale: None,
+        ..SynOpts::all()
+    }
+}
+
+fn send(h: &mut Fixture, id: ConnId, data: &[u8]) -> usize {
+    h.tcp.send(h.now, id, data, &mut h.pool).expect("send")
+}
+
+/// RFC 9293 §3.3.1 / §3.10.7.4: data leaves in sequence order from ISS + 1, each
+/// segment carrying the current ACK number; ACKs free the send buffer, byte for byte.
+#[test]
+fn data_sent_in_order_and_acked_rfc9293_3_10_7_4() {
+    let (mut h, id) = established(SynOpts::all());
+    let data = bytes(0, 20_000);
+    assert_eq!(send(&mut h, id, &data), 20_000);
+    let mut got = Vec::new();
+    let start = h.our_nxt;
+    let out = h.tx_payload();
+    // RFC 6928: the initial window is 10 segments.
+    assert_eq!(out.len(), 10);
+    for (i, (m, p)) in out.iter().enumerate() {
+        assert_eq!(m.seq, start + i * 1448);
+        assert_eq!(m.ack, h.snd_nxt, "every data segment acknowledges");
+        assert!(m.flags.contains(TcpFlags::ACK));
+        got.extend_from_slice(p);
+    }
+    let acked = start + got.len();
+    h.ack_to(acked);
+    let info = h.tcp.info(id).expect("conn");
+    assert_eq!(info.snd_una, acked);
+    assert_eq!(info.snd_queued, 20_000 - 14_480);
+    let out = h.tx_payload();
+    for (m, p) in &out {
+        assert_eq!(m.seq, start + got.len());
+        got.extend_from_slice(p);
+    }
+    assert_eq!(got, data, "every byte, in order");
+    h.ack_to(start + 20_000);
+    assert!(h.tx().is_empty(), "nothing more: no ACK of an ACK");
+    let info = h.tcp.info(id).expect("conn");
+    assert_eq!((info.snd_queued, info.snd_unsent), (0, 0));
+    assert_eq!(h.tcp.stats().bytes_sent, 20_000);
+    assert_eq!(h.tcp.stats().data_segments_sent, 14);
+    // The copies' buffers went back to the pool (freed at the next poll_tx).
+    let _ = h.tx();
+    assert_eq!(h.pool.in_use(), 0);
+}
+
+/// RFC 9293 §3.7.1 and Linux `tcp_current_mss`: segments are cut at the peer's MSS less
+/// the options every data segment carries (12 bytes of timestamps); without an MSS
+/// option the peer's MSS is 536 (MUST-15).
+#[test]
+fn mss_cut_less_options_rfc9293_3_7_1() {
+    for (o, mss, hdr) in [
+        (SynOpts::all(), 1448, 32),
+        (
+            SynOpts {
+                mss: Some(1000),
+                ..SynOpts::all()
+            },
+            988,
+            32,
+        ),
+        (
+            SynOpts {
+                ts: false,
+                ..SynOpts::all()
+            },
+            1460,
+            20,
+        ),
+        (SynOpts::none(), 536, 20),
+    ] {
+        let (mut h, id) = established(o);
+        assert_eq!(h.tcp.info(id).expect("conn").snd_mss, mss);
+        send(&mut h, id, &bytes(0, 3 * mss as usize));
+        let out = h.tx();
+        assert_eq!(out.len(), 3, "{o:?}");
+        for m in &out {
+            assert_eq!(u32::from(m.payload_len), mss, "{o:?}");
+            assert_eq!(m.header_len, hdr, "{o:?}");
+        }
+    }
+}
+
+/// RFC 9293 §3.9.1 (PSH) and Linux `tcp_push`: PSH on the last segment of each write only.
+#[test]
+fn psh_on_last_segment_of_a_write_rfc9293_3_9_1() {
+    let (mut h, id) = established(SynOpts::all());
+    send(&mut h, id, &bytes(0, 3000));
+    let out = h.tx();
+    let psh: Vec<bool> = out
+        .iter()
+        .map(|m| m.flags.contains(TcpFlags::PSH))
+        .collect();
+    assert_eq!(psh, vec![false, false, true]);
+    assert_eq!(out[2].payload_len, 104);
+    // Two writes queued together: the segment holding the first write's end carries
+    // PSH, and so does the one ending the second.
+    h.ack_to(h.our_nxt + 3000);
+    send(&mut h, id, &bytes(0, 1000));
+    send(&mut h, id, &bytes(0, 1000));
+    let out = h.tx();
+    assert_eq!(out.len(), 2);
+    assert!(out.iter().all(|m| m.flags.contains(TcpFlags::PSH)));
+}
+
+/// RFC 9293 §3.7.4 / RFC 896 (Linux `tcp_nagle_check`): a small segment waits while an
+/// earlier small one is unacknowledged, and leaves with the ACK.
+#[test]
+fn nagle_holds_small_segment_until_ack_rfc9293_3_7_4() {
+    let (mut h, id) = established(SynOpts::all());
+    send(&mut h, id, &bytes(0, 100));
+    let out = h.tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].payload_len, 100);
+    send(&mut h, id, &bytes(100, 100));
+    send(&mut h, id, &bytes(200, 100));
+    assert!(h.tx().is_empty(), "held while the first is unacknowledged");
+    assert_eq!(h.tcp.info(id).expect("conn").snd_unsent, 200);
+    h.ack_to(h.our_nxt + 100);
+    let out = h.tx_payload();
+    assert_eq!(out.len(), 1, "the held writes leave as one segment");
+    assert_eq!(out[0].1, bytes(100, 200));
+}
+
+/// TCP_NODELAY (RFC 9293 §3.7.4: the application may turn Nagle off): small segments
+/// leave at once.
+#[test]
+fn nodelay_sends_small_segments_at_once() {
+    let (mut h, id) = established(SynOpts::all());
+    h.tcp.set_nodelay(id, true).expect("nodelay");
+    for i in 0..3 {
+        send(&mut h, id, &bytes(i * 10, 10));
+        let out = h.tx();
+        assert_eq!(out.len(), 1, "write {i}");
+        assert_eq!(out[0].payload_len, 10);
+    }
+}
+
+/// TCP_CORK: small segments wait until a full one can be cut or the cork comes off.
+#[test]
+fn cork_holds_until_full_or_uncorked() {
+    let (mut h, id) = established(SynOpts::all());
+    h.tcp.set_cork(id, true).expect("cork");
+    send(&mut h, id, &bytes(0, 500));
+    assert!(h.tx().is_empty(), "corked, nothing in flight: still held");
+    send(&mut h, id, &bytes(500, 1000));
+    let out = h.tx_payload();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, bytes(0, 1448), "a full segment goes");
+    h.tcp.set_cork(id, false).expect("uncork");
+    let out = h.tx_payload();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, bytes(1448, 52));
+}
+
+/// RFC 9293 §3.8.6.2.1: a runt the window cuts short (not a full segment, not all the
+/// queued data, under half the largest window) waits; the override timeout releases it
+/// when nothing is in flight to bring an ACK.
+#[test]
+fn sender_sws_avoidance_rfc9293_3_8_6_2_1() {
+    let (mut h, id) = established(unscaled());
+    h.window = 500;
+    h.ack_to(h.our_nxt);
+    assert_eq!(h.tcp.info(id).expect("conn").snd_wnd, 500);
+    send(&mut h, id, &bytes(0, 3000));
+    assert!(h.tx().is_empty(), "500 of 60000: held");
+    h.advance(Duration::from_millis(199));
+    assert!(h.tx().is_empty());
+    h.advance(Duration::from_millis(1));
+    let out = h.tx_payload();
+    assert_eq!(out.len(), 1, "the override timeout (4)");
+    assert_eq!(out[0].1, bytes(0, 500));
+    // The window opens to half the largest: (3) lets a runt of that size go.
+    h.window = 30_000;
+    h.ack_to(h.our_nxt + 500);
+    let out = h.tx();
+    let lens: Vec<u16> = out.iter().map(|m| m.payload_len).collect();
+    assert_eq!(lens, vec![1448, 1052]);
+}
+
+/// RFC 9293 §3.8.6.1 / §3.10.7.4: a zero window stops sending; the window update
+/// (SND.WL1/SND.WL2 rule) restarts it.
+#[test]
+fn zero_window_stops_sending_rfc9293_3_8_6_1() {
+    let (mut h, id) = established(unscaled());
+    h.window = 0;
+    h.ack_to(h.our_nxt);
+    send(&mut h, id, &bytes(0, 2000));
+    assert!(h.tx().is_empty());
+    h.advance(Duration::from_secs(1));
+    assert!(h.tx().is_empty(), "no override for a zero window");
+    h.window = 60_000;
+    h.ack_to(h.our_nxt);
+    let out = h.tx_payload();
+    let got: Vec<u8> = out.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(got, bytes(0, 2000));
+}
+
+/// RFC 9293 §3.8.6.2.1 / §3.10.7.4: a window the peer shrinks (its right edge moves left
+/// of SND.NXT) is never sent beyond; a window update from an older segment is ignored
+/// (SND.WL1 < SEG.SEQ rule).
+#[test]
+fn shrunk_window_never_sent_beyond_rfc9293_3_10_7_4() {
+    let (mut h, id) = established(unscaled());
+    h.tcp.set_nodelay(id, true).expect("nodelay");
+    send(&mut h, id, &bytes(0, 30_000));
+    let start = h.our_nxt;
+    assert_eq!(h.tx().len(), 10);
+    // 2 segments acknowledged, the window shrinks to 2000: edge = una + 2000 < SND.NXT.
+    h.window = 2000;
+    h.ack_to(start + 2896);
+    assert!(h.tx().is_empty(), "nothing beyond SND.UNA + SND.WND");
+    // The window reopens to 1000 bytes past SND.NXT: a runt under half the largest
+    // window, with data in flight to bring ACKs: SWS avoidance holds it.
+    let nxt = start + 14_480;
+    h.window = (nxt - (start + 2896)) as u16 + 1000;
+    h.ack_to(start + 2896);
+    assert!(h.tx().is_empty());
+    // Two segments past SND.NXT: exactly those go.
+    h.window = (nxt - (start + 2896)) as u16 + 2896;
+    h.ack_to(start + 2896);
+    let out = h.tx();
+    assert_eq!(out.len(), 2);
+    assert_eq!((out[0].seq, out[1].seq + 1448), (nxt, nxt + 2896));
+    // An old segment (lower SEQ) cannot reopen the window.
+    let mut old = h.seg(h.snd_nxt, TcpFlags::ACK, 0, 0);
+    old.seq = SeqNumber(h.snd_nxt.get().wrapping_sub(1));
+    old.window = 60_000;
+    h.send(old);
+    let out = h.tx();
+    assert!(out.iter().all(|m| m.payload_len == 0), "{out:?}");
+    assert_eq!(h.tcp.info(id).expect("conn").snd_wnd, 14_480);
+}
+
+/// Linux `tcp_event_ack_sent`: an ACK owed when data leaves rides on the data segment;
+/// no pure ACK follows, and it is counted as piggybacked.
+#[test]
+fn piggybacked_ack_settles_the_owed_ack_tcp_event_ack_sent() {
+    let (mut h, id) = established(SynOpts::all());
+    // Quickack at connection start: the peer's request gets an immediate ACK, queued.
+    h.data(300, 300, true);
+    assert_eq!(h.read_all().len(), 300);
+    send(&mut h, id, &bytes(0, 700));
+    let out = h.tx();
+    assert_eq!(out.len(), 1, "one frame carries both: {out:?}");
+    assert_eq!(out[0].payload_len, 700);
+    assert_eq!(out[0].ack, h.snd_nxt);
+    assert_eq!(h.tcp.ack_stats().piggybacked, 1);
+    assert_eq!(h.tcp.ack_stats().get(AckReason::Quick), 0);
+    h.advance(Duration::from_millis(500));
+    assert!(h.tx().is_empty(), "no pure ACK follows");
+
+    // A delayed ACK (quickack spent) is settled too: its timer sends nothing.
+    h.ack_to(h.our_nxt + 700);
+    h.exhaust_quickack();
+    let before = h.tcp.ack_stats().total();
+    h.data(300, 300, true);
+    assert!(h.tx().is_empty(), "the ACK waits on the delayed-ACK timer");
+    h.read_all();
+    send(&mut h, id, &bytes(700, 50));
+    let out = h.tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].payload_len, out[0].ack), (50, h.snd_nxt));
+    h.advance(Duration::from_millis(300));
+    assert!(h.tx().is_empty(), "the delayed ACK was carried");
+    assert_eq!(h.tcp.ack_stats().total(), before);
+    assert_eq!(h.tcp.ack_stats().piggybacked, 2);
+}
+
+/// RFC 9293 §3.10.4 (CLOSE, and a half-close by `shutdown`): the FIN follows the queued
+/// data, on the last data segment (Linux `tcp_send_fin`), and the connection still
+/// receives afterwards.
+#[test]
+fn fin_after_queued_data_on_shutdown_rfc9293_3_10_4() {
+    let (mut h, id) = established(SynOpts::all());
+    send(&mut h, id, &bytes(0, 20_000));
+    h.tcp.shutdown(h.now, id).expect("shutdown");
+    assert_eq!(
+        h.tcp.send(h.now, id, b"x", &mut h.pool),
+        Err(TcpError::WriteClosed)
+    );
+    let start = h.our_nxt;
+    let out = h.tx();
+    assert_eq!(out.len(), 10);
+    assert!(out.iter().all(|m| !m.flags.contains(TcpFlags::FIN)));
+    assert_eq!(h.tcp.info(id).expect("conn").state, State::FinWait1);
+    h.ack_to(start + 14_480);
+    let out = h.tx();
+    let last = out.last().expect("segments");
+    assert!(last.flags.contains(TcpFlags::FIN));
+    assert_eq!(last.seq + usize::from(last.payload_len), start + 20_000);
+    assert_eq!(
+        out.iter()
+            .filter(|m| m.flags.contains(TcpFlags::FIN))
+            .count(),
+        1
+    );
+    // Half-closed: data from the peer still arrives and is acknowledged.
+    h.ack_to(start + 20_001);
+    assert_eq!(h.tcp.info(id).expect("conn").state, State::FinWait2);
+    h.data(100, 100, false);
+    assert_eq!(h.read_all().len(), 100);
+    assert_eq!(h.tx().len(), 1);
+}
+
+/// `close` with queued data: FIN after it, not RST (nothing unread is lost).
+#[test]
+fn close_sends_queued_data_then_fin() {
+    let (mut h, id) = established(SynOpts::all());
+    send(&mut h, id, &bytes(0, 2000));
+    h.tcp.close(h.now, id).expect("close");
+    let out = h.tx_payload();
+    let got: Vec<u8> = out.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(got, bytes(0, 2000));
+    assert!(out.last().expect("seg").0.flags.contains(TcpFlags::FIN));
+    assert_eq!(h.acks(AckReason::Fin), 1);
+}
+
+/// `Event::Writable` (Linux `sk_stream_write_space`): once a write found the buffer full,
+/// raised once when acknowledgments free half as much as is still queued.
+#[test]
+fn writable_after_full_sk_stream_write_space() {
+    let c = TcpConfig {
+        snd_buf: 10_000,
+        ..cfg()
+    };
+    let (mut h, id) = established_cfg(c, SynOpts::all());
+    let _ = h.tcp.events().count();
+    assert_eq!(send(&mut h, id, &bytes(0, 20_000)), 10_000);
+    assert_eq!(send(&mut h, id, &bytes(0, 10)), 0, "full");
+    assert_eq!(h.tcp.writable_bytes(id), 0);
+    let start = h.our_nxt;
+    let _ = h.tx();
+    h.ack_to(start + 2896);
+    assert!(
+        h.tcp.events().all(|e| e != Event::Writable(id)),
+        "7104 queued"
+    );
+    h.ack_to(start + 4344);
+    let ev: Vec<Event> = h.tcp.events().collect();
+    assert_eq!(ev, vec![Event::Writable(id)]);
+    h.ack_to(start + 5792);
+    assert_eq!(h.tcp.events().count(), 0, "edge-triggered");
+    assert_eq!(h.tcp.writable_bytes(id), 5792);
+}
+
+/// Zero-copy `send_bufs`: whole buffers are queued as they are and sent byte-exact; what
+/// does not fit stays with the caller, in order.
+#[test]
+fn send_bufs_takes_whole_buffers_and_leaves_the_rest() {
+    let c = TcpConfig {
+        snd_slices: 2,
+        ..cfg()
+    };
+    let (mut h, id) = established_cfg(c, SynOpts::all());
+    let mut chain = PayloadChain::new();
+    for i in 0..3 {
+        let mut frame = vec![0xee; 10];
+        frame.extend_from_slice(&bytes(i * 600, 600));
+        let s = PayloadSlice {
+            buf: VecBuf::from_vec(frame),
+            off: 10,
+            len: 600,
+        };
+        assert!(chain.push(s).is_ok());
+    }
+    let n = h.tcp.send_bufs(h.now, id, &mut chain).expect("send_bufs");
+    assert_eq!(n, 1200);
+    assert_eq!((chain.slice_count(), chain.len()), (1, 600));
+    let out = h.tx_payload();
+    let got: Vec<u8> = out.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(got, bytes(0, 1200));
+    h.ack_to(h.our_nxt + 1200);
+    assert_eq!(h.tcp.send_bufs(h.now, id, &mut chain), Ok(600));
+    let out = h.tx_payload();
+    assert_eq!(out[0].1, bytes(1200, 600));
+}
