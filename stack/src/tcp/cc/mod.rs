@@ -46,7 +46,7 @@
 //! - Handshake done, peer MSS known: `Cc::new(&cfg.cc, smss)` (SMSS = the MSS less the
 //!   options in use); `cwnd()` is then the initial window.
 //! - Before sending: bytes in flight (SND.NXT - SND.UNA less what SACK/RACK mark as
-//!   left the network, RFC 6675 `pipe`) must stay below `cwnd()` (and the peer's window).
+//!   left the network, RFC 6675 `pipe`) may be at most `cwnd()` (and the peer's window).
 //! - Before sending new data with nothing in flight: `on_idle_restart(now, last_send,
 //!   rto)`, with the time the last data segment left (Linux's `lsndtime`); it resets cwnd
 //!   to the restart window when the connection was idle longer than an RTO (RFC 5681
@@ -61,8 +61,8 @@
 //!   ssthresh are then the post-recovery values. NewReno's window inflation
 //!   (RFC 5681 §3.2 steps 3-4 as RFC 6582 §3.2 uses them: +3 SMSS, then +1 SMSS per
 //!   further duplicate ACK) and PRR's sending allowance (RFC 6937) belong to the
-//!   recovery code, as an allowance on top of cwnd, not in it; while in
-//!   recovery `on_ack` changes nothing.
+//!   recovery code, which decides what may be sent during recovery; cwnd holds the
+//!   value recovery ends at, and `on_ack` changes nothing until then.
 //! - Recovery ends (the ACK covers the recovery point, RFC 6582 §3.2 step 3, RFC 6675
 //!   §5): `on_recovery_exit(now)`.
 //! - The retransmission timer fires (RFC 6298 §5.4): `on_rto(now, flight_size)` before
