@@ -42,6 +42,7 @@
 //! 5. sleep or spin until [`Tcp::poll_timeout`] or the next packet.
 
 mod api;
+pub mod cc;
 mod close;
 mod config;
 mod conn;
