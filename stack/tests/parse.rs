@@ -2,9 +2,8 @@
 //! builders, against captured-looking bytes, and against smoltcp's independent parser:
 //! roundtrips, the malformed-frame corpus (`testkit::corpus`, at least one frame per
 //! `DropReason`), and never-panic tests over arbitrary bytes, every truncation and every
-//! bit flip of valid frames. The fast path's agreement with the full parser is checked
-//! next to them, in `stack/src/wire/parse_tests.rs` (it needs the crate's private entry
-//! points).
+//! bit flip of valid frames; and the fast path's agreement with the full parser
+//! (`parse_fast` against `parse_full`).
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use std::net::{IpAddr, Ipv6Addr};
@@ -14,6 +13,7 @@ use proptest::prelude::*;
 use stack::buf::{ChecksumStatus, RxChecksum};
 use stack::flow::{FlowKey, NO_VLAN};
 use stack::seq::SeqNumber;
+use stack::wire::parse::{parse_fast, parse_full};
 use stack::wire::*;
 use testkit::corpus;
 use testkit::frames::{
@@ -779,4 +779,92 @@ fn parse_cost_ns_per_frame() {
     }
     let ns = t.elapsed().as_nanos() as f64 / f64::from(n);
     println!("parse_into, software checksums, 1448 B: {ns:.1} ns/frame ({acc})");
+}
+
+// ---- The fast path against the full parser ----
+
+/// Frames the fast path is for: IPv4 TCP with NOP NOP TS or no options.
+fn fast_frames() -> Vec<Vec<u8>> {
+    let plain = TcpFrame {
+        opts: TcpOptions::default(),
+        flags: TcpFlags::ACK,
+        ..seg4()
+    };
+    let mut padded = plain.to_vec(b"ab");
+    padded.resize(60, 0); // Ethernet padding after a short segment
+    vec![
+        seg4().to_vec(b"some payload"),
+        seg4().to_vec(b""),
+        plain.to_vec(&[7u8; 1448]),
+        padded,
+    ]
+}
+
+#[test]
+fn fast_path_takes_the_common_layout() {
+    for f in fast_frames() {
+        let fast = parse_fast(&f, NIC_GOOD, &local()).expect("fast path taken");
+        assert!(matches!(fast, Parsed::Tcp(_)));
+        assert_eq!(fast, parse_full(&f, NIC_GOOD, &local()));
+        assert_eq!(fast, parse(&f, NIC_GOOD, &local()));
+    }
+    // Software checksums, other layouts: the full parser's.
+    let f = seg4().to_vec(b"x");
+    assert_eq!(parse_fast(&f, SW, &local()), None);
+    let mut sack = seg4();
+    sack.opts.sack_count = 1;
+    assert_eq!(parse_fast(&sack.to_vec(b"x"), NIC_GOOD, &local()), None);
+    let v6 = TcpFrame {
+        src_ip: IpAddr::V6(PEER_IP6),
+        dst_ip: IpAddr::V6(OUR_IP6),
+        ..seg4()
+    };
+    assert_eq!(parse_fast(&v6.to_vec(b"x"), NIC_GOOD, &local()), None);
+}
+
+#[test]
+fn fast_path_agrees_with_the_full_parser() {
+    // Every header byte set to a handful of values, and every truncation: whenever the
+    // fast path takes a frame its result is the full parser's.
+    let mut taken = 0;
+    for f in fast_frames() {
+        for at in 0..f.len().min(80) {
+            for v in [
+                0u8, 1, 2, 5, 6, 8, 0x0a, 0x10, 0x45, 0x46, 0x50, 0x80, 0xe0, 0xff,
+            ] {
+                let mut g = f.clone();
+                g[at] = v;
+                g[at] ^= u8::from(v == f[at]); // always a change
+                if let Some(p) = parse_fast(&g, NIC_GOOD, &local()) {
+                    assert_eq!(p, parse_full(&g, NIC_GOOD, &local()), "byte {at} = {v:#x}");
+                    taken += 1;
+                }
+            }
+        }
+        for n in 0..=f.len() {
+            if let Some(p) = parse_fast(&f[..n], NIC_GOOD, &local()) {
+                assert_eq!(p, parse_full(&f[..n], NIC_GOOD, &local()), "cut at {n}");
+            }
+        }
+    }
+    assert!(taken > 0);
+}
+
+proptest! {
+    #[test]
+    fn fast_path_agrees_on_mutated_frames(
+        which in 0usize..4,
+        edits in proptest::collection::vec((0usize..80, any::<u8>()), 1..6),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut f = fast_frames().swap_remove(which);
+        for (i, b) in edits {
+            let at = i % f.len();
+            f[at] = b;
+        }
+        let n = cut.index(f.len() + 1);
+        if let Some(p) = parse_fast(&f[..n], NIC_GOOD, &local()) {
+            prop_assert_eq!(p, parse_full(&f[..n], NIC_GOOD, &local()));
+        }
+    }
 }

@@ -58,6 +58,7 @@
 //! leaves when the ACK that opens them is handled in step 1 of a later one.
 
 mod api;
+pub mod cc;
 mod close;
 mod config;
 mod conn;
@@ -66,6 +67,7 @@ mod input;
 mod listen;
 mod ooo;
 mod output;
+pub mod rtt;
 mod stats;
 mod table;
 mod timer;

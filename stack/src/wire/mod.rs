@@ -217,6 +217,3 @@ impl TcpMeta {
         &self.raw_opts[..n]
     }
 }
-
-#[cfg(test)]
-mod parse_tests;

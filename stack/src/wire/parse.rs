@@ -268,6 +268,24 @@ pub fn parse_into(frame: &[u8], csum: RxChecksum, local: &LocalAddrs, out: &mut 
     }
 }
 
+/// The fast path alone: `Some` with [`parse`]'s result when the frame has the common
+/// layout that [`parse`] takes at fixed offsets (see [`super::fast`]), `None` otherwise.
+/// For tests and benchmarks that compare the two paths; [`parse`] is the entry point.
+pub fn parse_fast(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Option<Parsed> {
+    let mut p = Parsed::Drop(DropReason::TruncatedEthernet);
+    parse_tcp_v4_fast(frame, csum, local, &mut p).then_some(p)
+}
+
+/// The full parser alone, in wire order, without trying the fast path first. For tests
+/// and benchmarks that compare the two paths; [`parse`] is the entry point.
+pub fn parse_full(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Parsed {
+    let mut p = Parsed::Drop(DropReason::TruncatedEthernet);
+    if let Err(r) = parse_frame(frame, csum, local, &mut p) {
+        p = Parsed::Drop(r);
+    }
+    p
+}
+
 /// The common case at fixed offsets ([`super::fast`]'s layout): an untagged Ethernet
 /// frame to weir's MAC carrying IPv4 without options, not a fragment, to weir's address,
 /// and TCP whose options are none or exactly NOP NOP TS (RFC 7323 Appendix A: nearly every
@@ -277,7 +295,8 @@ pub fn parse_into(frame: &[u8], csum: RxChecksum, local: &LocalAddrs, out: &mut 
 /// with it.
 ///
 /// It accepts only what `parse_frame` accepts, with the same result (the test
-/// `fast_path_agrees_with_the_full_parser` compares them on valid and broken frames).
+/// `fast_path_agrees_with_the_full_parser` in `stack/tests/parse.rs` compares them on
+/// valid and broken frames).
 #[inline(always)]
 pub(super) fn parse_tcp_v4_fast(
     frame: &[u8],
