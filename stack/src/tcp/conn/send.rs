@@ -24,17 +24,13 @@ use std::collections::VecDeque;
 
 use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
 use crate::seq::SeqNumber;
+use crate::tcp::cc::initial_window;
 use crate::time::{Duration, Instant};
 
 /// RFC 1122 §4.2.3.4: the SWS override timeout "should be in the range 0.1 - 1.0
 /// seconds"; weir takes 200 ms, Linux's `TCP_RTO_MIN` and the delayed-ACK ceiling, so a
 /// held runt never waits longer than a peer's delayed ACK would.
 pub(crate) const SWS_OVERRIDE: Duration = Duration::from_millis(200);
-
-/// RFC 6928 §2: IW = min(10*MSS, max(2*MSS, 14600)) bytes.
-pub(crate) fn initial_window(mss: u32) -> u32 {
-    (10 * mss).min((2 * mss).max(14_600))
-}
 
 /// One buffer of the send queue.
 pub(crate) struct SndSlice<B> {
@@ -96,8 +92,9 @@ pub(crate) struct Snd<B> {
     pub(crate) mss: u32,
     /// TCP header bytes of a data segment (20, or 32 with timestamps).
     pub(crate) hdr_len: u32,
-    /// The congestion window in bytes. Until `stack::tcp::cc` is wired in it stays RFC
-    /// 6928's initial window, [`initial_window`].
+    /// The congestion window in bytes. Until `stack::tcp::cc`'s algorithms are driven by
+    /// the ACK step (with loss recovery, step 3 of docs/decisions/send-path.md) it stays
+    /// RFC 6928's initial window, [`initial_window`].
     pub(crate) cwnd: u32,
     /// The send queue: bytes from `q_seq` to `end`.
     q: VecDeque<SndSlice<B>>,
@@ -550,11 +547,9 @@ mod tests {
     }
 
     #[test]
-    fn rfc6928_2_initial_window_is_ten_segments_capped() {
+    fn rfc6928_2_cwnd_starts_at_the_initial_window() {
+        assert_eq!(snd(64_000).cwnd, initial_window(MSS));
         assert_eq!(initial_window(1448), 14_480);
-        assert_eq!(initial_window(1460), 14_600);
-        assert_eq!(initial_window(9000), 18_000);
-        assert_eq!(initial_window(536), 5_360);
     }
 
     #[test]
