@@ -21,10 +21,12 @@ use stack::flow::FlowKey;
 use stack::mem::{VecBuf, VecPool};
 use stack::segment::Segment;
 use stack::seq::SeqNumber;
-use stack::tcp::{ConnId, Event, Tcp, TcpConfig};
+use stack::tcp::{ConnId, ConnectOpts, Event, Tcp, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::parse::{parse, LocalAddrs, Parsed};
 use stack::wire::{SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp};
+
+use std::net::SocketAddr;
 
 pub use crate::frames::{OUR_IP4, OUR_MAC, PEER_IP4, PEER_MAC, PORT};
 
@@ -32,7 +34,7 @@ pub use crate::frames::{OUR_IP4, OUR_MAC, PEER_IP4, PEER_MAC, PORT};
 pub const MSS: u16 = 1448;
 
 /// The peer's port.
-const PEER_PORT: u16 = 40000;
+pub const PEER_PORT: u16 = 40000;
 
 /// Bytes in front of the payload in every segment's buffer (Ethernet, IPv4 and TCP with
 /// timestamps), as in a received frame.
@@ -286,6 +288,59 @@ impl Fixture {
         self.send(s);
     }
 
+    /// An active open from weir to the peer (`Tcp::connect`, an ephemeral port); returns
+    /// the connection and weir's SYN. The fixture's flow becomes the connection's, so
+    /// [`Fixture::seg`] builds the peer's segments on it.
+    pub fn connect(&mut self) -> (ConnId, TcpMeta) {
+        let remote = SocketAddr::new(PEER_IP4.into(), PEER_PORT);
+        let opts = ConnectOpts::new(OUR_MAC, PEER_MAC);
+        let id = self
+            .tcp
+            .connect(self.now, OUR_IP4.into(), remote, opts)
+            .expect("connect");
+        self.flow = self.tcp.flow(id).expect("flow");
+        self.id = Some(id);
+        let out = self.tx();
+        let [syn] = out[..] else {
+            panic!("one SYN expected, weir sent {out:?}");
+        };
+        self.our_nxt = syn.seq + 1;
+        (id, syn)
+    }
+
+    /// The peer's SYN-ACK to weir's SYN, offering `o` (its ISN is the fixture's
+    /// `snd_nxt`, which then moves past it).
+    pub fn synack(&mut self, o: SynOpts) -> Segment<VecBuf> {
+        let mut s = self.syn(o);
+        s.flags = TcpFlags::SYN | TcpFlags::ACK;
+        s.ack = self.our_nxt;
+        if let Some(t) = s.opts.timestamp.as_mut() {
+            t.tsecr = self.our_tsval;
+        }
+        s.ts_last = s.opts.timestamp;
+        self.snd_nxt += 1;
+        self.ts = o.ts;
+        s
+    }
+
+    /// An active open completed: weir's SYN, the peer's SYN-ACK offering `o`, weir's ACK.
+    /// Returns the SYN and the ACK.
+    pub fn active_handshake(&mut self, o: SynOpts) -> (TcpMeta, TcpMeta) {
+        let (id, syn) = self.connect();
+        self.now += Duration::from_micros(100);
+        let sa = self.synack(o);
+        self.send(sa);
+        assert!(
+            self.tcp.events().any(|e| e == Event::Opened(id)),
+            "no Opened event after the SYN-ACK"
+        );
+        let out = self.tx();
+        let [ack] = out[..] else {
+            panic!("one ACK expected, weir sent {out:?}");
+        };
+        (syn, ack)
+    }
+
     /// The SYN with `o`.
     pub fn syn(&self, o: SynOpts) -> Segment<VecBuf> {
         let mut s = self.seg(self.snd_nxt, TcpFlags::SYN, 0, 0);
@@ -413,6 +468,82 @@ impl Fixture {
         }
         self.now += Duration::from_micros(100);
         n
+    }
+}
+
+/// Two weir TCPs back to back in process: `a` at [`OUR_IP4`] / [`OUR_IP6`] ([`OUR_MAC`]),
+/// `b` at [`PEER_IP4`] / [`PEER_IP6`] ([`PEER_MAC`]). Every frame one side's `poll_tx`
+/// builds is parsed by `wire::parse` on the other side's addresses (checksums
+/// verified) and handed to its `handle_segment` as a run of one, as with GRO off.
+pub struct Pair {
+    /// The side at our addresses.
+    pub a: Tcp<VecBuf>,
+    /// The side at the peer's addresses.
+    pub b: Tcp<VecBuf>,
+    /// `a`'s buffers (its frames and its `send` copies).
+    pub pool_a: VecPool,
+    /// `b`'s buffers.
+    pub pool_b: VecPool,
+    /// The virtual clock.
+    pub now: Instant,
+    /// Frames moved, both ways.
+    pub frames: u64,
+}
+
+impl Pair {
+    /// Two TCPs under `a` and `b`, at t = 1 s.
+    pub fn new(a: TcpConfig, b: TcpConfig) -> Self {
+        Pair {
+            a: Tcp::new(a),
+            b: Tcp::new(b),
+            pool_a: VecPool::new(1 << 14, 2048),
+            pool_b: VecPool::new(1 << 14, 2048),
+            now: Instant::from_nanos(1_000_000_000),
+            frames: 0,
+        }
+    }
+
+    /// One loop iteration on each side (timers, then `poll_tx`, every frame delivered to
+    /// the other side at once), then the clock moves `dt`. Returns the frames moved.
+    pub fn step(&mut self, dt: Duration) -> usize {
+        let mut n = 0;
+        self.a.handle_timeout(self.now);
+        self.b.handle_timeout(self.now);
+        let to_b = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), Some(crate::frames::PEER_IP6));
+        let to_a = LocalAddrs::new(OUR_MAC, Some(OUR_IP4), Some(crate::frames::OUR_IP6));
+        n += Self::deliver(&mut self.a, &mut self.pool_a, &mut self.b, &to_b, self.now);
+        n += Self::deliver(&mut self.b, &mut self.pool_b, &mut self.a, &to_a, self.now);
+        self.frames += n as u64;
+        self.now += dt;
+        n
+    }
+
+    fn deliver(
+        from: &mut Tcp<VecBuf>,
+        pool: &mut VecPool,
+        to: &mut Tcp<VecBuf>,
+        local: &LocalAddrs,
+        now: Instant,
+    ) -> usize {
+        let mut n = 0;
+        loop {
+            let mut out: Burst<VecBuf> = Burst::new();
+            let k = from.poll_tx(now, pool, &mut out, false);
+            for b in out {
+                let bytes = b.into_vec();
+                match parse(&bytes, RxChecksum::default(), local) {
+                    Parsed::Tcp(m) => {
+                        let mut seg = Segment::from_meta(&m, VecBuf::from_vec(bytes), now);
+                        to.handle_segment(now, &mut seg);
+                    }
+                    other => panic!("an unparsable frame: {other:?}"),
+                }
+            }
+            n += k;
+            if k < stack::driver::MAX_BURST {
+                return n;
+            }
+        }
     }
 }
 

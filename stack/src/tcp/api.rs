@@ -23,10 +23,15 @@ impl ConnId {
     }
 }
 
-/// Connection states (RFC 9293 §3.3.2) that a [`ConnId`] can be in; LISTEN and
-/// SYN-RECEIVED live in the listener and the half-open table.
+/// Connection states (RFC 9293 §3.3.2) that a [`ConnId`] can be in; LISTEN and a passive
+/// open's SYN-RECEIVED live in the listener and the half-open table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
+    /// An active open: our SYN is sent, the peer's awaited.
+    SynSent,
+    /// An active open met the peer's SYN without an ACK (a simultaneous open): our
+    /// SYN-ACK is sent, its ACK awaited.
+    SynReceived,
     /// Data flows.
     Established,
     /// The peer sent FIN; the application has not closed.
@@ -48,7 +53,7 @@ pub enum State {
 /// What happened to a connection, for the application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A connection completed the handshake.
+    /// A connection completed the handshake (passive, or an active open's).
     Opened(ConnId),
     /// New in-order data is ready for [`Tcp::recv`](super::Tcp::recv).
     Readable(ConnId),
@@ -57,7 +62,9 @@ pub enum Event {
     PeerClosed(ConnId),
     /// The connection closed cleanly; the handle is now invalid.
     Closed(ConnId),
-    /// The connection was reset (RST received or sent); the handle is now invalid.
+    /// The connection was reset (RST received or sent), or an active open failed (the
+    /// peer refused it with a RST, or every SYN went unanswered); the handle is now
+    /// invalid.
     Reset(ConnId),
     /// The send buffer has room again after a write found it full
     /// ([`Tcp::send`](super::Tcp::send) took less than it was given). Edge-triggered:
@@ -120,6 +127,16 @@ pub enum TcpError {
     /// The connection's sending side is closed (`shutdown`, `close`, or the peer reset
     /// it): nothing more may be written.
     WriteClosed,
+    /// The connection has not completed its handshake: wait for [`Event::Opened`].
+    NotEstablished,
+    /// `connect`: the addresses are of different families, or a port is 0.
+    InvalidAddress,
+    /// `connect`: the connection table is full.
+    TooManyConnections,
+    /// `connect`: the local port asked for is listened on, or its 4-tuple is in use.
+    PortInUse,
+    /// `connect`: every ephemeral port is in use with this peer (TIME-WAIT included).
+    NoEphemeralPort,
 }
 
 impl core::fmt::Display for TcpError {
@@ -129,6 +146,19 @@ impl core::fmt::Display for TcpError {
             TcpError::AlreadyListening => "already listening on this port",
             TcpError::TooManyListeners => "too many listeners (at most 64 per core)",
             TcpError::WriteClosed => "the connection's sending side is closed (shutdown or close)",
+            TcpError::NotEstablished => {
+                "the connection is still opening: wait for Event::Opened before writing"
+            }
+            TcpError::InvalidAddress => {
+                "local and remote addresses must be the same family, and ports nonzero"
+            }
+            TcpError::TooManyConnections => {
+                "the connection table is full: raise TcpConfig::max_conns"
+            }
+            TcpError::PortInUse => "the local port is listened on or its 4-tuple is in use",
+            TcpError::NoEphemeralPort => {
+                "no ephemeral port is free for this peer: widen TcpConfig::ephemeral_ports"
+            }
         })
     }
 }

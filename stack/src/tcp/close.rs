@@ -85,7 +85,8 @@ impl<B: PacketBuf> Conn<B> {
         self.rcv.rxq.clear();
         self.rcv.rxq_bytes = 0;
         self.snd.clear(&mut ctx.spent);
-        self.snd.override_at = None;
+        self.snd.timer = None;
+        self.open = None;
         self.closing.write_closed = true;
         let _ = by_peer;
         ctx.stats.conns_reset += 1;
@@ -97,8 +98,10 @@ impl<B: PacketBuf> Conn<B> {
         if matches!(self.state, State::Closed) {
             return;
         }
+        // RFC 9293 §3.10.5, ABORT in SYN-SENT: no RST (the peer knows no connection).
+        let rst = self.state != State::SynSent;
         self.reset(ctx, false);
-        self.closing.rst_due = true;
+        self.closing.rst_due = rst;
         self.mark_due(ctx);
     }
 
@@ -109,6 +112,21 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         self.closing.app_closed = true;
+        if self.open.is_some() {
+            // RFC 9293 §3.10.4, CLOSE in SYN-SENT: delete the TCB (no segment was
+            // synchronized). In a simultaneous open's SYN-RECEIVED weir does the same,
+            // and a RST tells the peer.
+            let rst = self.state == State::SynReceived;
+            self.open = None;
+            self.snd.timer = None;
+            self.state = State::Closed;
+            self.closing.write_closed = true;
+            self.closing.rst_due = rst;
+            ctx.stats.conns_closed += 1;
+            ctx.event(Event::Closed(self.id));
+            self.mark_due(ctx);
+            return;
+        }
         if self.rcv.rxq_bytes > 0 {
             self.abort(ctx);
             return;

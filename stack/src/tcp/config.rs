@@ -1,5 +1,8 @@
 //! The configuration of one core's TCP.
 
+use core::ops::RangeInclusive;
+
+use crate::tcp::rtt::ValidRtoConfig;
 use crate::time::Duration;
 
 /// Configuration of one core's TCP.
@@ -57,6 +60,17 @@ pub struct TcpConfig {
     /// many small zero-copy buffers reach this bound before `snd_buf`; `send`'s copies
     /// fill buffers of one MSS each. 1024 holds `snd_buf` in full-sized segments.
     pub snd_slices: usize,
+    /// SYN retransmissions before an active open fails (Linux `tcp_syn_retries` = 6:
+    /// with the 1 s initial RTO doubling, the open is given up after about 127 s).
+    pub syn_retries: u8,
+    /// The local ports an active open picks from when it names none (Linux's
+    /// `ip_local_port_range` default, 32768-60999; RFC 6056 §3.2 would allow
+    /// 1024-65535).
+    pub ephemeral_ports: RangeInclusive<u16>,
+    /// The retransmission timer's bounds (RFC 6298): minimum 200 ms as Linux, initial
+    /// 1 s, maximum 120 s. Validated where it is made
+    /// ([`RtoConfig::validate`](crate::tcp::rtt::RtoConfig::validate)).
+    pub rto: ValidRtoConfig,
 }
 
 impl Default for TcpConfig {
@@ -80,6 +94,9 @@ impl Default for TcpConfig {
             ttl: 64,
             snd_buf: 1 << 20,
             snd_slices: 1024,
+            syn_retries: 6,
+            ephemeral_ports: 32768..=60999,
+            rto: ValidRtoConfig::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ use crate::buf::PacketBuf;
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
+use crate::tcp::rtt::RttEstimator;
 use crate::time::{Duration, Instant};
 use crate::wire::{TcpFlags, Timestamp};
 
@@ -86,6 +87,12 @@ impl Listeners {
 
     pub(super) fn half_open_count(&self) -> usize {
         self.half.len()
+    }
+
+    /// `flow`'s local port is listened on, or a half-open entry has the 4-tuple: an
+    /// active open may not take it.
+    pub(super) fn holds(&self, flow: &FlowKey) -> bool {
+        self.ports.iter().any(|(p, _)| *p == flow.dport) || self.half.find(flow).is_some()
     }
 }
 
@@ -317,7 +324,7 @@ impl<B: PacketBuf> Tcp<B> {
             ts_offset: self.ts_offset(&h.flow),
             advmss: self.advmss(h.flow.v6),
             peer_mss: h.peer_mss,
-            peer_window,
+            peer_window: u32::from(peer_window) << h.peer_wscale.unwrap_or(0).min(14),
             ack: h.policy,
             srtt,
             ttl: self.cfg.ttl,
@@ -328,6 +335,7 @@ impl<B: PacketBuf> Tcp<B> {
             time_wait: self.cfg.time_wait,
             snd_buf: self.cfg.snd_buf,
             snd_slices: self.cfg.snd_slices.max(1),
+            rtt: self.handshake_rtt(now, h.first_sent, h.retries > 0),
         };
         match self.conns.insert(Conn::new(p)) {
             Ok((slot, gen)) => {
@@ -352,8 +360,23 @@ impl<B: PacketBuf> Tcp<B> {
         self.cfg.mtu.saturating_sub(if v6 { 60 } else { 40 })
     }
 
+    /// The RTT estimator of a connection whose handshake went out at `first_sent` and
+    /// completed at `now`: one sample unless the SYN-ACK was retransmitted (Karn's rule,
+    /// RFC 6298 §3), then the handshake's end (§5.7).
+    pub(super) fn handshake_rtt(
+        &self,
+        now: Instant,
+        first_sent: Instant,
+        retransmitted: bool,
+    ) -> RttEstimator {
+        let mut r = RttEstimator::new(self.cfg.rto);
+        let _ = r.sample_from_ack(now, first_sent, retransmitted);
+        r.handshake_complete(retransmitted);
+        r
+    }
+
     /// The flow's offset on our timestamp clock (RFC 7323 §5.4).
-    fn ts_offset(&self, flow: &FlowKey) -> u32 {
+    pub(super) fn ts_offset(&self, flow: &FlowKey) -> u32 {
         self.key.flow_hash(flow, 0x7473, 0)
     }
 

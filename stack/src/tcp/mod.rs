@@ -15,6 +15,9 @@
 //! - `listen.rs`: LISTEN and SYN-RECEIVED: the listening ports, the half-open table, SYN
 //!   cookies (their arithmetic and the ISNs are in `cookie.rs`), and establishing a
 //!   connection.
+//! - `connect.rs`: the active open ([`Tcp::connect`], [`ConnectOpts`]): SYN-SENT, a
+//!   simultaneous open's SYN-RECEIVED, SYN retransmission on the RTT estimator
+//!   ([`rtt`]), ephemeral ports (RFC 6056).
 //! - `conn/`: one connection, its state in three parts: receive (`conn/recv.rs`), send
 //!   (`conn/send.rs`: the send sequence variables, the peer's window, the bounded send
 //!   queue and the segmentation decision; the retransmission queue and congestion
@@ -44,12 +47,12 @@
 //! 2. the events: [`Tcp::poll_event`] / [`Tcp::events`];
 //! 3. the application's calls: [`Tcp::recv`] (zero-copy payload, reports how much it
 //!    consumed), [`Tcp::send`] (copied into pool buffers) or [`Tcp::send_bufs`]
-//!    (zero-copy), [`Tcp::shutdown`], [`Tcp::close`], [`Tcp::set_nodelay`],
-//!    [`Tcp::set_cork`];
-//! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, SYN-ACK
-//!    and FIN retransmission, TIME-WAIT);
-//! 5. [`Tcp::poll_tx`]: every data segment the windows allow and every ACK, SYN-ACK, FIN
-//!    and RST due, built into buffers from the pool and appended to the caller's burst
+//!    (zero-copy), [`Tcp::connect`], [`Tcp::shutdown`], [`Tcp::close`],
+//!    [`Tcp::set_nodelay`], [`Tcp::set_cork`];
+//! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, SYN,
+//!    SYN-ACK and FIN retransmission, TIME-WAIT);
+//! 5. [`Tcp::poll_tx`]: every data segment the windows allow and every ACK, SYN, SYN-ACK,
+//!    FIN and RST due, built into buffers from the pool and appended to the caller's burst
 //!    (one `tx_burst`); a data segment carries the ACK its connection owed, so no pure
 //!    ACK follows it;
 //! 6. sleep or spin until [`Tcp::poll_timeout`] or the next packet.
@@ -62,6 +65,7 @@ pub mod cc;
 mod close;
 mod config;
 mod conn;
+mod connect;
 pub(crate) mod cookie;
 mod input;
 mod listen;
@@ -74,6 +78,7 @@ mod timer;
 
 pub use api::{ConnId, ConnInfo, Event, State, TcpError};
 pub use config::TcpConfig;
+pub use connect::ConnectOpts;
 pub use stats::{DropReason, TcpStats};
 
 use std::collections::VecDeque;
@@ -101,6 +106,8 @@ pub struct Tcp<B> {
     ctl: VecDeque<Ctl>,
     ctx: Ctx<B>,
     rcv_wscale: u8,
+    /// RFC 6056 §3.3.3's `next_ephemeral`: advances with each ephemeral port handed out.
+    next_ephemeral: u32,
 }
 
 impl<B: PacketBuf> Tcp<B> {
@@ -129,6 +136,7 @@ impl<B: PacketBuf> Tcp<B> {
                 spent: FreeBatch::new(),
             },
             rcv_wscale: ws,
+            next_ephemeral: 0,
             cfg,
         }
     }
@@ -403,6 +411,11 @@ impl<B: PacketBuf> Tcp<B> {
         let Some(c) = self.conns.get_mut(slot) else {
             return;
         };
+        if c.open.is_some() {
+            // SYN-SENT or SYN-RECEIVED of an active open (`connect.rs`).
+            self.opening_segment(now, slot, seg);
+            return;
+        }
         if c.reopened_by(seg) {
             // RFC 9293 §3.10.7.4 note / RFC 6191: a new SYN may reopen a TIME-WAIT
             // connection; make room for it and take the SYN again, now for no connection.
@@ -422,6 +435,9 @@ fn writer<B: PacketBuf>(conns: &mut Table<Conn<B>>, id: ConnId) -> Result<&mut C
     let c = conns
         .get_gen_mut(id.slot, id.gen)
         .ok_or(TcpError::UnknownConnection)?;
+    if matches!(c.state, State::SynSent | State::SynReceived) {
+        return Err(TcpError::NotEstablished);
+    }
     let open = matches!(c.state, State::Established | State::CloseWait);
     if c.closing.write_closed || !open {
         return Err(TcpError::WriteClosed);

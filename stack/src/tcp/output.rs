@@ -12,7 +12,7 @@
 
 use arrayvec::ArrayVec;
 
-use super::conn::{Conn, Ctx, Hold, SWS_OVERRIDE};
+use super::conn::{Conn, Ctx, Hold};
 use super::listen::HalfOpen;
 use super::timer::Kind;
 use super::{DropReason, State, Tcp};
@@ -92,6 +92,13 @@ impl<B: PacketBuf> Conn<B> {
             let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
             self.closing.rst_due = false;
             return Ok(Some((b, Sent::Ack(AckReason::Rst))));
+        }
+        if let Some(o) = self.open {
+            // The handshake of an active open: its SYN or SYN-ACK, and nothing else.
+            if o.syn_due {
+                return self.build_syn(now, pool, offload);
+            }
+            return Ok(None);
         }
         if self.snd.unsent() > 0 && !matches!(self.state, State::Closed) {
             if let Some(d) = self.build_data(now, pool, offload)? {
@@ -196,9 +203,8 @@ impl<B: PacketBuf> Conn<B> {
         let mut len = match self.snd.cut(fin_pending) {
             Ok(n) => n,
             Err(h) => {
-                if h == Hold::Sws && self.snd.nxt == self.snd.una && self.snd.override_at.is_none()
-                {
-                    self.snd.override_at = Some(now + SWS_OVERRIDE);
+                if h == Hold::Sws && self.snd.nxt == self.snd.una {
+                    self.snd.arm_override(now);
                 }
                 return Ok(None);
             }

@@ -52,6 +52,11 @@ reason_enum! {
         FinRetriesExhausted = "fin_retries_exhausted",
         /// SYN-ACK retransmissions exhausted; the half-open entry was dropped.
         SynAckRetriesExhausted = "synack_retries_exhausted",
+        /// A segment in SYN-SENT with neither SYN nor RST, or a RST without an acceptable
+        /// ACK (RFC 9293 §3.10.7.3).
+        SynSentDrop = "syn_sent_drop",
+        /// SYN retransmissions exhausted; the active open failed.
+        SynRetriesExhausted = "syn_retries_exhausted",
     }
 }
 
@@ -98,6 +103,10 @@ pub struct TcpStats {
     pub bytes_written: u64,
     /// `send` found the buffer pool empty before it had copied what fitted.
     pub send_alloc_failures: u64,
+    /// Active opens started (`connect`).
+    pub active_opens: u64,
+    /// Active opens that failed (refused, or SYN retries spent).
+    pub active_open_failures: u64,
     drops: [u64; DropReason::COUNT],
 }
 
@@ -138,6 +147,8 @@ impl TcpStats {
         self.bytes_sent += o.bytes_sent;
         self.bytes_written += o.bytes_written;
         self.send_alloc_failures += o.send_alloc_failures;
+        self.active_opens += o.active_opens;
+        self.active_open_failures += o.active_open_failures;
         for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
             *a += *b;
         }

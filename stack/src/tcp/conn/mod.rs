@@ -13,7 +13,7 @@ mod recv;
 mod send;
 
 pub(crate) use recv::Recv;
-pub(crate) use send::{Hold, Snd, SWS_OVERRIDE};
+pub(crate) use send::{Hold, Snd, SndTimer};
 
 use std::collections::VecDeque;
 
@@ -28,6 +28,7 @@ use crate::ack::{AckQueue, AckState, AckStats};
 use crate::buf::{FreeBatch, PacketBuf};
 use crate::flow::FlowKey;
 use crate::seq::SeqNumber;
+use crate::tcp::rtt::RttEstimator;
 use crate::time::{Duration, Instant};
 
 /// Per-core state a connection touches while it processes input.
@@ -84,7 +85,9 @@ pub(crate) struct ConnParams {
     pub(crate) ts_offset: u32,
     pub(crate) advmss: u16,
     pub(crate) peer_mss: u16,
-    pub(crate) peer_window: u16,
+    /// The peer's window in bytes, already scaled (a SYN-ACK's is never scaled, RFC 7323
+    /// §2.2; the handshake's final ACK's is).
+    pub(crate) peer_window: u32,
     pub(crate) ack: crate::ack::AckPolicy,
     pub(crate) srtt: Duration,
     pub(crate) ttl: u8,
@@ -95,6 +98,7 @@ pub(crate) struct ConnParams {
     pub(crate) time_wait: Duration,
     pub(crate) snd_buf: u32,
     pub(crate) snd_slices: usize,
+    pub(crate) rtt: RttEstimator,
 }
 
 /// One synchronized connection. Its state is grouped by job: the receive side
@@ -116,6 +120,28 @@ pub(crate) struct Conn<B> {
     pub(crate) acks: AckQueue,
     /// In `Ctx::due`: `poll_tx` will build what this connection owes.
     pub(crate) queued: bool,
+    /// An active open in SYN-SENT or SYN-RECEIVED (`tcp/connect.rs`); `None` once
+    /// established, and for passive opens.
+    pub(crate) open: Option<ActiveOpen>,
+}
+
+/// What an active open keeps until the handshake completes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ActiveOpen {
+    pub(crate) local_mac: [u8; 6],
+    pub(crate) peer_mac: [u8; 6],
+    /// When the first SYN was sent (for the handshake's RTT sample).
+    pub(crate) first_sent: Instant,
+    /// The SYN was retransmitted (Karn's rule, RFC 6298 §3 and §5.7).
+    pub(crate) retransmitted: bool,
+    /// Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED) is to be built.
+    pub(crate) syn_due: bool,
+    /// SYN retransmissions allowed before the open fails (`TcpConfig::syn_retries`).
+    pub(crate) retries: u8,
+    /// The window scale our SYN offers, and whether the peer's SYN offered one (in a
+    /// simultaneous open our SYN-ACK may carry ours only then, RFC 7323 §2.2).
+    pub(crate) wscale: u8,
+    pub(crate) peer_wscale: bool,
 }
 
 /// The close part of a connection: what our FIN and RST owe, the timers of the closing
@@ -166,7 +192,6 @@ impl<B: PacketBuf> Conn<B> {
             .min(mss_cache)
             .min(syn_wnd / 2)
             .clamp(88, 536);
-        let peer_wnd = u32::from(p.peer_window);
         // Linux `tcp_mtu_to_mss` and `tcp_current_mss`: the smaller of our MTU's MSS and
         // the peer's, at least `tcp_min_snd_mss` (48), less the options every data
         // segment carries.
@@ -203,7 +228,7 @@ impl<B: PacketBuf> Conn<B> {
             snd: Snd::new(
                 p.iss,
                 p.iss + 1,
-                peer_wnd << snd_wscale,
+                p.peer_window,
                 p.irs,
                 snd_wscale,
                 p.ts_offset,
@@ -211,6 +236,7 @@ impl<B: PacketBuf> Conn<B> {
                 20 + opt_len,
                 p.snd_buf,
                 p.snd_slices,
+                p.rtt,
             ),
             closing: Closing {
                 fin_due: false,
@@ -228,6 +254,7 @@ impl<B: PacketBuf> Conn<B> {
             ack: AckState::new(p.ack, u32::from(p.advmss), init_rcv_mss, p.srtt),
             acks: AckQueue::new(p.ack_queue),
             queued: false,
+            open: None,
         }
     }
 
@@ -243,7 +270,7 @@ impl<B: PacketBuf> Conn<B> {
         use crate::time::earliest;
         earliest(
             earliest(self.ack.deadline(), self.closing.fin_deadline),
-            earliest(self.closing.tw_deadline, self.snd.override_at),
+            earliest(self.closing.tw_deadline, self.snd.timer),
         )
     }
 
@@ -275,11 +302,18 @@ impl<B: PacketBuf> Conn<B> {
     /// the closing states' (FIN retransmission, TIME-WAIT), and re-arms the rest.
     pub(crate) fn handle_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         self.ack.handle_timeout(now);
-        if let Some(t) = self.snd.override_at {
+        if let Some(t) = self.snd.timer {
             if t <= now {
-                // RFC 9293 §3.8.6.2.1 (4): the held runt may go.
-                self.snd.override_at = None;
-                self.snd.override_fired = true;
+                self.snd.timer = None;
+                match self.snd.timer_kind {
+                    // RFC 9293 §3.8.6.2.1 (4): the held runt may go.
+                    SndTimer::Override => self.snd.override_fired = true,
+                    SndTimer::Syn => {
+                        if self.syn_timeout(now, ctx).is_break() {
+                            return;
+                        }
+                    }
+                }
             }
         }
         if self.closing_timeout(now, ctx).is_break() {

@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
 use crate::seq::SeqNumber;
 use crate::tcp::cc::initial_window;
+use crate::tcp::rtt::RttEstimator;
 use crate::time::{Duration, Instant};
 
 /// RFC 1122 §4.2.3.4: the SWS override timeout "should be in the range 0.1 - 1.0
@@ -118,10 +119,26 @@ pub(crate) struct Snd<B> {
     pub(crate) cork: bool,
     /// A write found the queue full: `Event::Writable` is owed when space frees.
     pub(crate) writable_armed: bool,
-    /// The SWS override timer (RFC 9293 §3.8.6.2.1 (4)), armed while a runt is held
-    /// with nothing in flight; when it fires the runt may go.
-    pub(crate) override_at: Option<Instant>,
+    /// The send side's timer and what it is for: at most one runs at a time (the SYN's
+    /// before the handshake completes, the SWS override's after).
+    pub(crate) timer: Option<Instant>,
+    pub(crate) timer_kind: SndTimer,
+    /// The SWS override timeout fired: the held runt may go.
     pub(crate) override_fired: bool,
+    /// The RTT estimate and RTO (RFC 6298): the SYN's retransmission timer now, the
+    /// data's with step 3.
+    pub(crate) rtt: RttEstimator,
+}
+
+/// What [`Snd::timer`] is armed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SndTimer {
+    /// RFC 9293 §3.8.6.2.1 (4): the SWS override, armed while a runt is held with
+    /// nothing in flight (no ACK would release it).
+    Override,
+    /// RFC 9293 §3.8.1, RFC 6298 §5: our SYN (or, after a simultaneous open, our
+    /// SYN-ACK) is retransmitted when it expires.
+    Syn,
 }
 
 impl<B: PacketBuf> Snd<B> {
@@ -141,6 +158,7 @@ impl<B: PacketBuf> Snd<B> {
         hdr_len: u32,
         buf: u32,
         max_slices: usize,
+        rtt: RttEstimator,
     ) -> Self {
         let data = iss + 1;
         Snd {
@@ -166,8 +184,10 @@ impl<B: PacketBuf> Snd<B> {
             nodelay: false,
             cork: false,
             writable_armed: false,
-            override_at: None,
+            timer: None,
+            timer_kind: SndTimer::Override,
             override_fired: false,
+            rtt,
         }
     }
 
@@ -444,8 +464,18 @@ impl<B: PacketBuf> Snd<B> {
         if small {
             self.sml = self.nxt;
         }
-        self.override_at = None;
+        if self.timer_kind == SndTimer::Override {
+            self.timer = None;
+        }
         self.override_fired = false;
+    }
+
+    /// Arms the SWS override timer if no timer runs (RFC 1122 §4.2.3.4).
+    pub(crate) fn arm_override(&mut self, now: Instant) {
+        if self.timer.is_none() {
+            self.timer = Some(now + SWS_OVERRIDE);
+            self.timer_kind = SndTimer::Override;
+        }
     }
 
     /// Copies `dst.len()` queued bytes starting at `seq` into `dst`; returns whether a
@@ -518,7 +548,29 @@ mod tests {
             32,
             64_000,
             64,
+            est(),
         )
+    }
+
+    /// MSS 100, no options, a window of 1 MiB, the bounds given.
+    fn small(buf: u32, slices: usize) -> Snd<VecBuf> {
+        Snd::new(
+            SeqNumber(0),
+            SeqNumber(1),
+            1 << 20,
+            SeqNumber(0),
+            0,
+            0,
+            100,
+            20,
+            buf,
+            slices,
+            est(),
+        )
+    }
+
+    fn est() -> RttEstimator {
+        RttEstimator::new(Default::default())
     }
 
     fn alloc(n: usize) -> Option<VecBuf> {
@@ -648,32 +700,10 @@ mod tests {
 
     #[test]
     fn queue_bounded_by_bytes_and_buffers() {
-        let mut s = Snd::<VecBuf>::new(
-            SeqNumber(0),
-            SeqNumber(1),
-            1 << 20,
-            SeqNumber(0),
-            0,
-            0,
-            100,
-            20,
-            1000,
-            4,
-        );
+        let mut s = small(1000, 4);
         assert_eq!(write(&mut s, 5000), 400, "four buffers of one MSS");
         assert_eq!(s.room(), 0);
-        let mut s = Snd::<VecBuf>::new(
-            SeqNumber(0),
-            SeqNumber(1),
-            1 << 20,
-            SeqNumber(0),
-            0,
-            0,
-            100,
-            20,
-            250,
-            64,
-        );
+        let mut s = small(250, 64);
         assert_eq!(write(&mut s, 5000), 250, "the byte bound");
         assert_eq!(write(&mut s, 1), 0);
     }
@@ -697,18 +727,7 @@ mod tests {
 
     #[test]
     fn acked_frees_whole_buffers_and_writable_after_full() {
-        let mut s = Snd::<VecBuf>::new(
-            SeqNumber(0),
-            SeqNumber(1),
-            1 << 20,
-            SeqNumber(0),
-            0,
-            0,
-            100,
-            20,
-            1000,
-            64,
-        );
+        let mut s = small(1000, 64);
         assert_eq!(write(&mut s, 2000), 1000);
         s.writable_armed = true;
         s.nxt = s.end;
