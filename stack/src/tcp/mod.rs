@@ -50,6 +50,7 @@ mod input;
 mod listen;
 mod ooo;
 mod output;
+pub mod recovery;
 mod stats;
 mod table;
 mod timer;
