@@ -6,9 +6,11 @@
 //! loss recovery), RFC 2018 §8 and RFC 2883 §4 (reneging, D-SACK), RFC 8985 §6-7
 //! (RACK-TLP), RFC 6582 §3 and RFC 5681 §2-3 (NewReno, duplicate ACKs).
 
+mod newreno;
 mod rtx;
 mod scoreboard;
 
+pub use newreno::{AckFacts, NewReno, NewRenoEvent};
 pub use rtx::{
     AckRefused, Acked, RtxQueue, RtxRefused, SegState, SendRefused, SentSeg, SplitRefused,
     MAX_OUTSTANDING,
