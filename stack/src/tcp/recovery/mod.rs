@@ -7,10 +7,15 @@
 //! (RACK-TLP), RFC 6582 §3 and RFC 5681 §2-3 (NewReno, duplicate ACKs).
 
 mod newreno;
+mod rack;
 mod rtx;
 mod scoreboard;
 
 pub use newreno::{AckFacts, NewReno, NewRenoEvent};
+pub use rack::{
+    Probe, ProbeSkipped, Rack, RackLoss, Tlp, TlpAck, MAX_REO_WND_MULT, PTO_WITHOUT_SRTT,
+    REO_WND_PERSIST, WC_DEL_ACK_T,
+};
 pub use rtx::{
     AckRefused, Acked, RtxQueue, RtxRefused, SegState, SendRefused, SentSeg, SplitRefused,
     MAX_OUTSTANDING,
