@@ -51,6 +51,7 @@ mod input;
 mod listen;
 mod ooo;
 mod output;
+pub mod recovery;
 pub mod rtt;
 mod stats;
 mod table;
