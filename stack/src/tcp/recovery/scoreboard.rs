@@ -45,7 +45,7 @@ pub enum Phase {
 }
 
 reason_enum! {
-    /// Why a SACK block was ignored (the caller counts it: issue 23's hostile peers).
+    /// Why a SACK block was ignored (the caller counts it, as for every hostile input).
     pub enum SackRefused {
         /// Left edge not before the right edge: empty or reversed (RFC 2018 §3; Linux
         /// `tcp_is_sackblock_valid` calls the interpretation ambiguous).
