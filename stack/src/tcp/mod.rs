@@ -32,6 +32,12 @@
 //!   [`Tcp::poll_tx`].
 //! - `ooo.rs` (out-of-order assembly), `table.rs` (the connection and half-open tables),
 //!   `timer.rs` (the timer heap).
+//! - [`rtt`], [`cc`], [`recovery`]: the send path's building blocks, which keep sequence
+//!   ranges and times, never payload: the RFC 6298 estimator and RTO, congestion control
+//!   (Reno, CUBIC, the ACK-counting rule, IW10) behind a trait, and loss detection (the
+//!   retransmission queue, the RFC 6675 scoreboard, NewReno, RACK-TLP). Each module's
+//!   "Wiring" section says which connection event calls what
+//!   (docs/decisions/send-path.md).
 //!
 //! A segment given to [`Tcp::handle_segment`] goes to the connection with its flow; with
 //! none, to the listener, which answers it or establishes the connection it then goes to.
@@ -71,6 +77,7 @@ mod input;
 mod listen;
 mod ooo;
 mod output;
+pub mod recovery;
 pub mod rtt;
 mod stats;
 mod table;
