@@ -488,6 +488,12 @@ pub struct Pair {
     pub now: Instant,
     /// Frames moved, both ways.
     pub frames: u64,
+    /// Drop every n-th frame that carries data, in each direction (a lossy link).
+    pub drop_every: Option<u64>,
+    /// Data frames seen and dropped, in each direction (`a` to `b`, `b` to `a`).
+    pub data_frames: [u64; 2],
+    /// Data frames dropped, each direction.
+    pub dropped: [u64; 2],
 }
 
 impl Pair {
@@ -500,6 +506,9 @@ impl Pair {
             pool_b: VecPool::new(1 << 14, 2048),
             now: Instant::from_nanos(1_000_000_000),
             frames: 0,
+            drop_every: None,
+            data_frames: [0; 2],
+            dropped: [0; 2],
         }
     }
 
@@ -511,11 +520,32 @@ impl Pair {
         self.b.handle_timeout(self.now);
         let to_b = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), Some(crate::frames::PEER_IP6));
         let to_a = LocalAddrs::new(OUR_MAC, Some(OUR_IP4), Some(crate::frames::OUR_IP6));
-        n += Self::deliver(&mut self.a, &mut self.pool_a, &mut self.b, &to_b, self.now);
-        n += Self::deliver(&mut self.b, &mut self.pool_b, &mut self.a, &to_a, self.now);
+        let lossy = (self.drop_every, &mut self.data_frames, &mut self.dropped);
+        let (every, seen, dropped) = lossy;
+        n += Self::deliver(
+            &mut self.a,
+            &mut self.pool_a,
+            &mut self.b,
+            &to_b,
+            self.now,
+            (every, &mut seen[0], &mut dropped[0]),
+        );
+        n += Self::deliver(
+            &mut self.b,
+            &mut self.pool_b,
+            &mut self.a,
+            &to_a,
+            self.now,
+            (every, &mut seen[1], &mut dropped[1]),
+        );
         self.frames += n as u64;
         self.now += dt;
         n
+    }
+
+    /// The earlier of the two sides' next timer deadlines.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        stack::time::earliest(self.a.poll_timeout(), self.b.poll_timeout())
     }
 
     fn deliver(
@@ -524,6 +554,7 @@ impl Pair {
         to: &mut Tcp<VecBuf>,
         local: &LocalAddrs,
         now: Instant,
+        (every, seen, dropped): (Option<u64>, &mut u64, &mut u64),
     ) -> usize {
         let mut n = 0;
         loop {
@@ -533,6 +564,13 @@ impl Pair {
                 let bytes = b.into_vec();
                 match parse(&bytes, RxChecksum::default(), local) {
                     Parsed::Tcp(m) => {
+                        if m.payload_len > 0 {
+                            *seen += 1;
+                            if every.is_some_and(|e| e > 0 && *seen % e == 0) {
+                                *dropped += 1;
+                                continue;
+                            }
+                        }
                         let mut seg = Segment::from_meta(&m, VecBuf::from_vec(bytes), now);
                         to.handle_segment(now, &mut seg);
                     }

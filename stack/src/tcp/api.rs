@@ -113,6 +113,12 @@ pub struct ConnInfo {
     pub snd_queued: u32,
     /// Bytes in the send buffer not yet sent.
     pub snd_unsent: u32,
+    /// The congestion window, bytes.
+    pub cwnd: u32,
+    /// The smoothed RTT (RFC 6298), once a sample was taken.
+    pub srtt: Option<crate::time::Duration>,
+    /// The retransmission timeout in force (backoff included).
+    pub rto: crate::time::Duration,
 }
 
 /// Errors of the control-plane calls.

@@ -2,6 +2,7 @@
 
 use core::ops::RangeInclusive;
 
+use crate::tcp::cc::CcConfig;
 use crate::tcp::rtt::ValidRtoConfig;
 use crate::time::Duration;
 
@@ -71,6 +72,14 @@ pub struct TcpConfig {
     /// 1 s, maximum 120 s. Validated where it is made
     /// ([`RtoConfig::validate`](crate::tcp::rtt::RtoConfig::validate)).
     pub rto: ValidRtoConfig,
+    /// Retransmission timeouts in a row (no ACK of new data between them) before the
+    /// connection is reset and the application hears `Event::Reset` (Linux
+    /// `tcp_retries2` = 15, which Linux turns into about 15 minutes of backoff; weir
+    /// counts expiries).
+    pub max_retries: u8,
+    /// Congestion control for every connection: the algorithm (CUBIC, as Linux, or
+    /// Reno), the ACK-counting rule and the initial window (`stack::tcp::cc`).
+    pub cc: CcConfig,
 }
 
 impl Default for TcpConfig {
@@ -97,6 +106,8 @@ impl Default for TcpConfig {
             syn_retries: 6,
             ephemeral_ports: 32768..=60999,
             rto: ValidRtoConfig::default(),
+            max_retries: 15,
+            cc: CcConfig::default(),
         }
     }
 }

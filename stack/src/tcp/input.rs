@@ -166,7 +166,9 @@ impl<B: PacketBuf> Conn<B> {
 
     /// RFC 9293 §3.10.7.4 fifth, check the ACK field: a segment without ACK is dropped; an
     /// unacceptable ACK gets a challenge ACK (RFC 5961 §5.2); an ACK that is not old
-    /// updates the send window (SND.WND, SND.WL1, SND.WL2); an ACK of new data moves
+    /// updates the send window (SND.WND, SND.WL1, SND.WL2); with data outstanding it
+    /// drives loss detection, the RTT estimate and congestion control (`sender_ack`); an
+    /// ACK of new data moves
     /// SND.UNA, frees the acknowledged send buffers (raising `Event::Writable` when a
     /// write had found the buffer full), and one that acknowledges our FIN moves the
     /// closing states on (`our_fin_acked`: FIN-WAIT-1, CLOSING, LAST-ACK). A connection
@@ -186,6 +188,7 @@ impl<B: PacketBuf> Conn<B> {
         }
         let wnd_scaled = u32::from(seg.window) << self.snd.wscale;
         self.snd.max_wnd = self.snd.max_wnd.max(wnd_scaled);
+        let wnd_changed = wnd_scaled != self.snd.wnd;
         // The window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
         // updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)),
         // set SND.WND <- SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
@@ -196,6 +199,11 @@ impl<B: PacketBuf> Conn<B> {
             self.snd.wnd = wnd_scaled;
             self.snd.wl1 = seg.seq;
             self.snd.wl2 = seg.ack;
+        }
+        // Loss detection, the RTT sample and congestion control, for a connection that
+        // has sent data and has some outstanding or newly acknowledged (`conn/send.rs`).
+        if self.snd.rec.is_some() && (seg.ack > self.snd.una || self.snd.nxt != self.snd.una) {
+            self.sender_ack(now, seg, wnd_changed, ctx);
         }
         if seg.ack > self.snd.una {
             self.snd.una = seg.ack;

@@ -335,6 +335,8 @@ impl<B: PacketBuf> Tcp<B> {
             time_wait: self.cfg.time_wait,
             snd_buf: self.cfg.snd_buf,
             snd_slices: self.cfg.snd_slices.max(1),
+            cc: self.cfg.cc,
+            max_retries: self.cfg.max_retries,
             rtt: self.handshake_rtt(now, h.first_sent, h.retries > 0),
         };
         match self.conns.insert(Conn::new(p)) {

@@ -20,8 +20,8 @@
 //!   ([`rtt`]), ephemeral ports (RFC 6056).
 //! - `conn/`: one connection, its state in three parts: receive (`conn/recv.rs`), send
 //!   (`conn/send.rs`: the send sequence variables, the peer's window, the bounded send
-//!   queue and the segmentation decision; the retransmission queue and congestion
-//!   control join it) and close (`Closing`).
+//!   queue, the segmentation decision, and the calls into [`recovery`], [`cc`] and
+//!   [`rtt`]) and close (`Closing`).
 //! - `input.rs`: a segment on a connection, one function per step of RFC 9293 §3.10.7.4
 //!   (the fifth, the ACK step, moves SND.UNA and the send window and frees acknowledged
 //!   send buffers).
@@ -55,10 +55,10 @@
 //!    consumed), [`Tcp::send`] (copied into pool buffers) or [`Tcp::send_bufs`]
 //!    (zero-copy), [`Tcp::connect`], [`Tcp::shutdown`], [`Tcp::close`],
 //!    [`Tcp::set_nodelay`], [`Tcp::set_cork`];
-//! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, SYN,
-//!    SYN-ACK and FIN retransmission, TIME-WAIT);
-//! 5. [`Tcp::poll_tx`]: every data segment the windows allow and every ACK, SYN, SYN-ACK,
-//!    FIN and RST due, built into buffers from the pool and appended to the caller's burst
+//! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, the
+//!    retransmission timer, SYN, SYN-ACK and FIN retransmission, TIME-WAIT);
+//! 5. [`Tcp::poll_tx`]: every retransmission and data segment the windows allow and every
+//!    ACK, SYN, SYN-ACK, FIN and RST due, built into buffers from the pool and appended to the caller's burst
 //!    (one `tx_burst`); a data segment carries the ACK its connection owed, so no pure
 //!    ACK follows it;
 //! 6. sleep or spin until [`Tcp::poll_timeout`] or the next packet.

@@ -100,7 +100,8 @@ impl<B: PacketBuf> Conn<B> {
             }
             return Ok(None);
         }
-        if self.snd.unsent() > 0 && !matches!(self.state, State::Closed) {
+        if (self.snd.unsent() > 0 || self.snd.rec.is_some()) && !matches!(self.state, State::Closed)
+        {
             if let Some(d) = self.build_data(now, pool, offload)? {
                 return Ok(Some(d));
             }
@@ -200,19 +201,29 @@ impl<B: PacketBuf> Conn<B> {
         offload: bool,
     ) -> Result<Option<(B, Sent)>, ()> {
         let fin_pending = self.closing.fin_due && !self.closing.fin_sent;
-        let mut len = match self.snd.cut(fin_pending) {
-            Ok(n) => n,
-            Err(h) => {
-                if h == Hold::Sws && self.snd.nxt == self.snd.una {
-                    self.snd.arm_override(now);
+        // Retransmissions first (RFC 6675 §5 (C): NextSeg before new data), then new data.
+        let (seq, mut len, rtx) = match self.next_rtx() {
+            Some((seq, len)) => (seq, len, true),
+            None => match self.snd.cut(fin_pending) {
+                Ok(n) => (self.snd.nxt, n, false),
+                Err(h) => {
+                    match h {
+                        Hold::Sws if self.snd.nxt == self.snd.una => {
+                            self.snd.arm_override(now);
+                        }
+                        Hold::Cwnd => self.snd.cwnd_limited = true,
+                        _ => {}
+                    }
+                    return Ok(None);
                 }
-                return Ok(None);
-            }
+            },
         };
         let owed = !self.acks.is_empty() || self.ack.scheduled();
-        let mut blocks = if owed {
+        let mut blocks = if owed && !rtx {
             self.sack_blocks()
         } else {
+            // A retransmission keeps its queue segment's length: no room is taken from
+            // it for SACK blocks.
             ArrayVec::new()
         };
         let mut opt = [0u8; 36];
@@ -221,11 +232,10 @@ impl<B: PacketBuf> Conn<B> {
         if room == 0 {
             blocks.clear();
             n = 0;
-        } else {
+        } else if !rtx {
             len = len.min(room);
         }
-        let seq = self.snd.nxt;
-        let fin = fin_pending && seq + len as usize == self.snd.end;
+        let fin = !rtx && fin_pending && seq + len as usize == self.snd.end;
         let mut flags = TcpFlags::ACK;
         if fin {
             flags |= TcpFlags::FIN;
@@ -249,7 +259,7 @@ impl<B: PacketBuf> Conn<B> {
             .tmpl
             .build_with_payload(pool, &f, &opt[..n], len as usize, fill, offload)
             .ok_or(())?;
-        self.snd.sent(len);
+        self.data_sent(now, seq, len, rtx);
         let piggybacked = self.acks.settle() as u32 + u32::from(self.ack.scheduled());
         if blocks.is_empty() {
             // The D-SACK, if any, still waits for a frame that has room to report it.
@@ -267,6 +277,7 @@ impl<B: PacketBuf> Conn<B> {
             Sent::Data {
                 len,
                 fin,
+                rtx,
                 piggybacked,
             },
         )))
@@ -278,11 +289,13 @@ impl<B: PacketBuf> Conn<B> {
 pub(crate) enum Sent {
     /// A frame without data (ACK, FIN, RST), counted by reason in `AckStats`.
     Ack(AckReason),
-    /// A data segment of `len` bytes; `fin`: our FIN rode on it; `piggybacked`: the ACKs
-    /// owed that it carried instead of frames of their own.
+    /// A data segment of `len` bytes; `fin`: our FIN rode on it; `rtx`: a
+    /// retransmission; `piggybacked`: the ACKs owed that it carried instead of frames of
+    /// their own.
     Data {
         len: u32,
         fin: bool,
+        rtx: bool,
         piggybacked: u32,
     },
 }
@@ -339,10 +352,16 @@ impl<B: PacketBuf> Tcp<B> {
                             Sent::Data {
                                 len,
                                 fin,
+                                rtx,
                                 piggybacked,
                             } => {
-                                self.ctx.stats.data_segments_sent += 1;
-                                self.ctx.stats.bytes_sent += u64::from(len);
+                                if rtx {
+                                    self.ctx.stats.retransmits += 1;
+                                    self.ctx.stats.bytes_retransmitted += u64::from(len);
+                                } else {
+                                    self.ctx.stats.data_segments_sent += 1;
+                                    self.ctx.stats.bytes_sent += u64::from(len);
+                                }
                                 self.ctx.ack_stats.piggybacked += u64::from(piggybacked);
                                 if fin {
                                     self.ctx.ack_stats.count(AckReason::Fin);

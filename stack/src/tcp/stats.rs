@@ -57,6 +57,9 @@ reason_enum! {
         SynSentDrop = "syn_sent_drop",
         /// SYN retransmissions exhausted; the active open failed.
         SynRetriesExhausted = "syn_retries_exhausted",
+        /// Retransmission timeouts exhausted (`TcpConfig::max_retries`); the connection
+        /// was reset.
+        RetriesExhausted = "retries_exhausted",
     }
 }
 
@@ -107,6 +110,19 @@ pub struct TcpStats {
     pub active_opens: u64,
     /// Active opens that failed (refused, or SYN retries spent).
     pub active_open_failures: u64,
+    /// Data segments retransmitted.
+    pub retransmits: u64,
+    /// Payload bytes retransmitted.
+    pub bytes_retransmitted: u64,
+    /// Retransmission timer expiries (RFC 6298 §5.4).
+    pub rto_timeouts: u64,
+    /// Fast recoveries entered (three duplicate ACKs or SACK, RFC 5681 §3.2, RFC 6675 §5).
+    pub fast_recoveries: u64,
+    /// SACK blocks ignored: reversed, beyond SND.NXT, below SND.UNA, a bad D-SACK (RFC
+    /// 2018 §8; `recovery::SackRefused` says which).
+    pub sack_blocks_refused: u64,
+    /// ACKs that stopped at data the peer had SACKed: possible reneging (RFC 2018 §8).
+    pub reneging: u64,
     drops: [u64; DropReason::COUNT],
 }
 
@@ -149,6 +165,12 @@ impl TcpStats {
         self.send_alloc_failures += o.send_alloc_failures;
         self.active_opens += o.active_opens;
         self.active_open_failures += o.active_open_failures;
+        self.retransmits += o.retransmits;
+        self.bytes_retransmitted += o.bytes_retransmitted;
+        self.rto_timeouts += o.rto_timeouts;
+        self.fast_recoveries += o.fast_recoveries;
+        self.sack_blocks_refused += o.sack_blocks_refused;
+        self.reneging += o.reneging;
         for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
             *a += *b;
         }

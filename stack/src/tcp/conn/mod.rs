@@ -99,6 +99,8 @@ pub(crate) struct ConnParams {
     pub(crate) snd_buf: u32,
     pub(crate) snd_slices: usize,
     pub(crate) rtt: RttEstimator,
+    pub(crate) cc: crate::tcp::cc::CcConfig,
+    pub(crate) max_retries: u8,
 }
 
 /// One synchronized connection. Its state is grouped by job: the receive side
@@ -198,6 +200,24 @@ impl<B: PacketBuf> Conn<B> {
         let snd_mss = u32::from(p.peer_mss.min(p.advmss))
             .max(48)
             .saturating_sub(opt_len);
+        let mut snd = Snd::new(
+            p.iss,
+            p.iss + 1,
+            p.peer_window,
+            p.irs,
+            snd_wscale,
+            p.ts_offset,
+            snd_mss,
+            20 + opt_len,
+            p.snd_buf,
+            p.snd_slices,
+            p.rtt,
+        );
+        // RFC 5681 / RFC 9438 behind `cc`; a configuration it refuses (a `max_cwnd`
+        // below 2 SMSS, a zero initial window) leaves the fixed initial window.
+        snd.cc = crate::tcp::cc::Cc::new(&p.cc, snd_mss).ok();
+        snd.sync_cwnd();
+        snd.max_retries = p.max_retries;
         Conn {
             id: ConnId { slot: 0, gen: 0 },
             flow: p.flow,
@@ -225,19 +245,7 @@ impl<B: PacketBuf> Conn<B> {
                 rxq_bytes: 0,
                 readable_signalled: false,
             },
-            snd: Snd::new(
-                p.iss,
-                p.iss + 1,
-                p.peer_window,
-                p.irs,
-                snd_wscale,
-                p.ts_offset,
-                snd_mss,
-                20 + opt_len,
-                p.snd_buf,
-                p.snd_slices,
-                p.rtt,
-            ),
+            snd,
             closing: Closing {
                 fin_due: false,
                 fin_sent: false,
@@ -313,6 +321,11 @@ impl<B: PacketBuf> Conn<B> {
                             return;
                         }
                     }
+                    SndTimer::Rto => {
+                        if self.rto_timeout(now, ctx).is_break() {
+                            return;
+                        }
+                    }
                 }
             }
         }
@@ -343,6 +356,9 @@ impl<B: PacketBuf> Conn<B> {
             snd_mss: self.snd.mss,
             snd_queued: self.snd.queued(),
             snd_unsent: self.snd.unsent(),
+            cwnd: self.snd.cwnd,
+            srtt: self.snd.rtt.srtt(),
+            rto: self.snd.rtt.rto(),
         }
     }
 

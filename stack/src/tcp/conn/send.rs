@@ -19,14 +19,31 @@
 //! [`Snd::cut`] decides the next segment: at most the MSS in use, the usable window and
 //! what the congestion window leaves; a segment smaller than the MSS waits under Nagle,
 //! the cork or SWS avoidance (see [`Hold`]).
+//!
+//! Loss and congestion are the building blocks' (`stack::tcp::recovery`, `cc`, `rtt`),
+//! called here as their "Wiring" sections say: `Conn::sender_ack` from the ACK step,
+//! `Conn::rto_timeout` when the retransmission timer fires, `Conn::next_rtx` and
+//! `Conn::data_sent` from `output.rs` when a segment is built. Not wired: RACK-TLP (the
+//! connection runs recovery's SACK mode, RFC 6675's DupThresh, or NewReno) and the
+//! persist timer.
 
 use std::collections::VecDeque;
 
+use std::ops::ControlFlow;
+
+use super::{Conn, Ctx};
 use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
+use crate::segment::Segment;
 use crate::seq::SeqNumber;
-use crate::tcp::cc::initial_window;
+use crate::tcp::cc::AckSample;
+use crate::tcp::cc::{initial_window, Cc, CongestionControl};
+use crate::tcp::recovery::Recovery;
+use crate::tcp::recovery::{AckInput, LossDetection, NextSeg, Phase};
 use crate::tcp::rtt::RttEstimator;
+use crate::tcp::rtt::WEIR_TS_TICK;
+use crate::tcp::DropReason;
 use crate::time::{Duration, Instant};
+use crate::wire::TcpFlags;
 
 /// RFC 1122 §4.2.3.4: the SWS override timeout "should be in the range 0.1 - 1.0
 /// seconds"; weir takes 200 ms, Linux's `TCP_RTO_MIN` and the delayed-ACK ceiling, so a
@@ -63,6 +80,9 @@ pub(crate) enum Hold {
     /// Sender SWS avoidance (RFC 9293 §3.8.6.2.1): a runt the window cuts short waits
     /// for the window to open, or for the override timer.
     Sws,
+    /// The retransmission queue has no free slot (`TcpConfig::snd_slices` segments
+    /// outstanding): the next ACK frees some.
+    Queue,
 }
 
 /// The send side of one connection.
@@ -93,9 +113,8 @@ pub(crate) struct Snd<B> {
     pub(crate) mss: u32,
     /// TCP header bytes of a data segment (20, or 32 with timestamps).
     pub(crate) hdr_len: u32,
-    /// The congestion window in bytes. Until `stack::tcp::cc`'s algorithms are driven by
-    /// the ACK step (with loss recovery, step 3 of docs/decisions/send-path.md) it stays
-    /// RFC 6928's initial window, [`initial_window`].
+    /// The congestion window in bytes: RFC 6928's initial window, [`initial_window`], at
+    /// first, then the congestion controller's (`cc`) after each of its events.
     pub(crate) cwnd: u32,
     /// The send queue: bytes from `q_seq` to `end`.
     q: VecDeque<SndSlice<B>>,
@@ -125,9 +144,24 @@ pub(crate) struct Snd<B> {
     pub(crate) timer_kind: SndTimer,
     /// The SWS override timeout fired: the held runt may go.
     pub(crate) override_fired: bool,
-    /// The RTT estimate and RTO (RFC 6298): the SYN's retransmission timer now, the
-    /// data's with step 3.
+    /// The RTT estimate and RTO (RFC 6298): the SYN's and the data's retransmission
+    /// timer.
     pub(crate) rtt: RttEstimator,
+    /// Loss detection over the segments sent (`stack::tcp::recovery`), allocated when the
+    /// first data segment is sent (with room for `max_slices` segments): a connection
+    /// that never sends has none, and the connection stays small for the receive path.
+    pub(crate) rec: Option<Box<Recovery>>,
+    /// Congestion control (`stack::tcp::cc`); `cwnd` follows it after every event.
+    pub(crate) cc: Option<Cc>,
+    /// A retransmission recovery asked for at once (fast retransmit, RFC 5681 §3.2 step
+    /// 4 / RFC 6675 §5 (4.3)): sent even if cwnd would not allow it.
+    pub(crate) rtx_now: Option<SeqNumber>,
+    /// Since the last ACK: a segment waited for cwnd, and the most that was in flight
+    /// (Linux `is_cwnd_limited`, `max_packets_out`; `cc::is_cwnd_limited`).
+    pub(crate) cwnd_limited: bool,
+    pub(crate) max_flight: u32,
+    /// RTO expiries in a row before the connection is reset (`TcpConfig::max_retries`).
+    pub(crate) max_retries: u8,
 }
 
 /// What [`Snd::timer`] is armed for.
@@ -139,6 +173,8 @@ pub(crate) enum SndTimer {
     /// RFC 9293 §3.8.1, RFC 6298 §5: our SYN (or, after a simultaneous open, our
     /// SYN-ACK) is retransmitted when it expires.
     Syn,
+    /// RFC 6298 §5: the retransmission timer, running while data is outstanding.
+    Rto,
 }
 
 impl<B: PacketBuf> Snd<B> {
@@ -188,6 +224,28 @@ impl<B: PacketBuf> Snd<B> {
             timer_kind: SndTimer::Override,
             override_fired: false,
             rtt,
+            rec: None,
+            cc: None,
+            rtx_now: None,
+            cwnd_limited: false,
+            max_flight: 0,
+            max_retries: crate::tcp::rtt::LINUX_TCP_RETRIES2 as u8,
+        }
+    }
+
+    /// Bytes in flight for the congestion window: RFC 6675's pipe (SACKed and lost
+    /// segments excluded) once segments are tracked, else SND.NXT - SND.UNA.
+    pub(crate) fn pipe(&self) -> u32 {
+        match &self.rec {
+            Some(r) => u32::try_from(r.pipe()).unwrap_or(u32::MAX),
+            None => (self.nxt - self.una) as u32,
+        }
+    }
+
+    /// `cwnd` from the congestion controller, after one of its events.
+    pub(crate) fn sync_cwnd(&mut self) {
+        if let Some(cc) = &self.cc {
+            self.cwnd = cc.cwnd();
         }
     }
 
@@ -414,10 +472,14 @@ impl<B: PacketBuf> Snd<B> {
         if wnd_len == 0 {
             return Err(Hold::Window);
         }
-        // RFC 5681 §3.1: no more than cwnd in flight; a segment the congestion window
-        // would cut short waits for the next ACK rather than go as a runt.
-        if self.cwnd.saturating_sub(in_flight) < wnd_len {
+        // RFC 5681 §3.1: no more than cwnd in flight (RFC 6675's pipe once segments are
+        // tracked); a segment the congestion window would cut short waits for the next
+        // ACK rather than go as a runt.
+        if self.cwnd.saturating_sub(self.pipe()) < wnd_len {
             return Err(Hold::Cwnd);
+        }
+        if self.rec.as_ref().is_some_and(|r| r.queue().is_full()) {
+            return Err(Hold::Queue);
         }
         let len = wnd_len;
         // RFC 9293 §3.8.6.2.1 (1): a full segment goes.
@@ -526,6 +588,212 @@ impl<B: PacketBuf> Snd<B> {
         self.q_bytes = 0;
         self.q_seq = self.end;
         self.cursor = (0, self.end);
+    }
+}
+
+impl<B: PacketBuf> Conn<B> {
+    /// The ACK step's part for the send path (RFC 9293 §3.10.7.4 fifth step, in the order
+    /// of Linux `tcp_ack`), for a connection that has sent data: loss detection
+    /// (`Recovery::on_ack`: the cumulative ACK, the SACK blocks, duplicate ACKs, entering
+    /// and leaving recovery), the RTT sample (the send time of the newest segment newly
+    /// acknowledged and never retransmitted, else TSecr: RFC 6298 §3, RFC 7323 §4), then
+    /// congestion control (RFC 5681 §3, `cc`), and the retransmission timer restarted or
+    /// stopped (RFC 6298 §5.2-5.3). `wnd_changed`: the window field differs from the last
+    /// ACK's (RFC 5681 §2 (e): then it is no duplicate ACK).
+    pub(crate) fn sender_ack(
+        &mut self,
+        now: Instant,
+        seg: &Segment<B>,
+        wnd_changed: bool,
+        ctx: &mut Ctx<B>,
+    ) {
+        let ts_now = self.ts_now(now);
+        let sack_ok = self.rcv.sack_ok;
+        let snd = &mut self.snd;
+        let flight = snd.pipe();
+        let (srtt, min_rtt) = (snd.rtt.srtt(), snd.rtt.min_rtt().unwrap_or(Duration::ZERO));
+        let Some(r) = snd.rec.as_mut() else {
+            return;
+        };
+        // Our FIN is not in the queue (its own timer, `close.rs`): the ACK of it counts as
+        // the ACK of the data before it.
+        let ack = seg.ack.min(r.queue().nxt());
+        let blocks = if sack_ok {
+            &seg.opts.sack[..usize::from(seg.opts.sack_count).min(seg.opts.sack.len())]
+        } else {
+            &[]
+        };
+        let f = seg.flags;
+        let input = AckInput {
+            ack,
+            sack: blocks,
+            dup_eligible: seg.payload.is_empty()
+                && !f.intersects(TcpFlags::SYN | TcpFlags::FIN)
+                && !wnd_changed,
+            tsecr: None,
+            srtt,
+            min_rtt,
+        };
+        let o = match r.on_ack(now, &input) {
+            Ok(o) => o,
+            Err(_) => {
+                // An ACK below SND.UNA: old, ignored (RFC 9293 §3.10.7.4); the check above
+                // RFC 5961 §5.2's range already refused one above SND.NXT.
+                return;
+            }
+        };
+        ctx.stats.sack_blocks_refused += o.sack.refused.len() as u64;
+        ctx.stats.reneging += u64::from(o.reneging);
+        let acked = o.acked.bytes as u32;
+        if acked > 0 {
+            snd.rtt.on_snd_una_advanced();
+            let sample = match o.acked.rtt_sent {
+                Some(t) => snd.rtt.sample_from_ack(now, t, o.acked.retransmitted),
+                None => Err(crate::tcp::rtt::SampleRefused::Retransmitted),
+            };
+            if sample.is_err() {
+                if let Some(t) = seg.opts.timestamp {
+                    let _ = snd
+                        .rtt
+                        .sample_from_tsecr(now, ts_now, t.tsecr, WEIR_TS_TICK, true);
+                }
+            }
+        }
+        if let Some(cc) = snd.cc.as_mut() {
+            if o.entered {
+                cc.on_congestion_event(now, flight);
+            }
+            if o.exited.is_some() {
+                cc.on_recovery_exit(now);
+            }
+            if acked > 0 {
+                let limited = crate::tcp::cc::is_cwnd_limited(
+                    cc.cwnd(),
+                    cc.ssthresh(),
+                    snd.max_flight,
+                    snd.cwnd_limited,
+                );
+                cc.on_ack(&AckSample {
+                    now,
+                    bytes_acked: acked,
+                    srtt: snd.rtt.srtt().unwrap_or(Duration::ZERO),
+                    cwnd_limited: limited,
+                });
+                snd.cwnd_limited = false;
+                snd.max_flight = snd.pipe();
+            }
+        }
+        snd.sync_cwnd();
+        if o.entered {
+            ctx.stats.fast_recoveries += 1;
+        }
+        if let Some(seq) = o.retransmit {
+            snd.rtx_now = Some(seq);
+        }
+        let outstanding = snd.rec.as_ref().map_or(0, |r| r.queue().outstanding());
+        if snd.timer_kind == SndTimer::Rto {
+            if outstanding == 0 {
+                // RFC 6298 §5.2: all data acknowledged, the timer stops.
+                snd.timer = None;
+            } else if acked > 0 {
+                // §5.3: restart it for the rest.
+                snd.timer = Some(snd.rtt.deadline(now));
+            }
+        }
+        let lost = snd.rec.as_ref().is_some_and(|r| r.queue().lost_segs() > 0);
+        if lost || snd.rtx_now.is_some() {
+            self.mark_due(ctx);
+        }
+    }
+
+    /// The retransmission timer expired (RFC 6298 §5.4-5.7, Linux
+    /// `tcp_retransmit_timer`): back off; after `TcpConfig::max_retries` expiries in a
+    /// row the connection is reset and the application hears `Event::Reset` (`Break`);
+    /// otherwise every outstanding segment is deemed lost (RFC 6675 §5.1), congestion
+    /// control takes the loss window (RFC 5681 §3.1) and the first is retransmitted at
+    /// the next `poll_tx`.
+    pub(crate) fn rto_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
+        let outstanding = self.snd.rec.as_ref().map_or(0, |r| r.queue().outstanding());
+        if outstanding == 0 {
+            return ControlFlow::Continue(());
+        }
+        self.snd.rtt.on_timeout();
+        if self.snd.rtt.should_give_up(u32::from(self.snd.max_retries)) {
+            ctx.stats.dropped(DropReason::RetriesExhausted);
+            self.abort(ctx);
+            return ControlFlow::Break(());
+        }
+        ctx.stats.rto_timeouts += 1;
+        let flight = self.snd.pipe();
+        if let Some(r) = self.snd.rec.as_mut() {
+            r.on_rto();
+        }
+        if let Some(cc) = self.snd.cc.as_mut() {
+            cc.on_rto(now, flight);
+        }
+        self.snd.sync_cwnd();
+        self.snd.rtx_now = None;
+        self.snd.timer = Some(self.snd.rtt.deadline(now));
+        self.snd.timer_kind = SndTimer::Rto;
+        self.mark_due(ctx);
+        ControlFlow::Continue(())
+    }
+
+    /// The retransmission to build now, if any: the one fast retransmit asked for at once,
+    /// else what `Recovery::next_seg` picks (lost and not yet retransmitted, or RFC 6675
+    /// NextSeg in fast recovery) while the congestion window has room for it.
+    pub(crate) fn next_rtx(&self) -> Option<(SeqNumber, u32)> {
+        let r = self.snd.rec.as_ref()?;
+        // NextSeg walks the queue: only when something is lost, a fast retransmit is
+        // owed, or fast recovery runs (RFC 6675 NextSeg rule 3), not per segment of a
+        // loss-free transfer.
+        if r.queue().lost_segs() == 0 && self.snd.rtx_now.is_none() && r.phase() != Phase::Fast {
+            return None;
+        }
+        let (seq, len) = match r.next_seg(false)? {
+            NextSeg::Retransmit { seq, len, .. } => (seq, len),
+            NextSeg::NewData => return None,
+        };
+        let len = u32::try_from(len).ok()?;
+        if len == 0 || seq + len as usize > self.snd.end {
+            return None;
+        }
+        let forced = self.snd.rtx_now == Some(seq);
+        if !forced && self.snd.cwnd.saturating_sub(self.snd.pipe()) < len {
+            return None;
+        }
+        Some((seq, len))
+    }
+
+    /// A data segment `[seq, seq + len)` was built at `now`: new data goes into loss
+    /// detection (made now on the first one) and starts the retransmission timer if it is
+    /// not running (RFC 6298 §5.1); a retransmission is recorded as one.
+    pub(crate) fn data_sent(&mut self, now: Instant, seq: SeqNumber, len: u32, rtx: bool) {
+        let snd = &mut self.snd;
+        if rtx {
+            if let Some(r) = snd.rec.as_mut() {
+                let _ = r.on_retransmit(seq, now);
+            }
+            if snd.rtx_now == Some(seq) {
+                snd.rtx_now = None;
+            }
+        } else {
+            let mode = if self.rcv.sack_ok {
+                LossDetection::Sack
+            } else {
+                LossDetection::NewReno
+            };
+            let r = snd
+                .rec
+                .get_or_insert_with(|| Box::new(Recovery::new(snd.max_slices, seq, snd.mss, mode)));
+            let _ = r.on_send(seq, len, false, now);
+            snd.sent(len);
+        }
+        if snd.timer_kind != SndTimer::Rto || snd.timer.is_none() {
+            snd.timer = Some(snd.rtt.deadline(now));
+            snd.timer_kind = SndTimer::Rto;
+        }
+        snd.max_flight = snd.max_flight.max(snd.pipe());
     }
 }
 
