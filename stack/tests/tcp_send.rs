@@ -7,7 +7,7 @@ use stack::ack::{AckPolicy, AckReason};
 use stack::buf::{PayloadChain, PayloadSlice};
 use stack::mem::VecBuf;
 use stack::seq::SeqNumber;
-use stack::tcp::{ConnId, Event, State, TcpConfig, TcpError};
+use stack::tcp::{ConnId, DropReason, Event, State, TcpConfig, TcpError};
 use stack::time::Duration;
 use stack::wire::TcpFlags;
 use testkit::tcp::*;
@@ -219,8 +219,8 @@ fn sender_sws_avoidance_rfc9293_3_8_6_2_1() {
     assert_eq!(lens, vec![1448, 1052]);
 }
 
-/// RFC 9293 §3.8.6.1 / §3.10.7.4: a zero window stops sending; the window update
-/// (SND.WL1/SND.WL2 rule) restarts it.
+/// RFC 9293 §3.8.6.1 / §3.10.7.4: a zero window stops sending (a probe asks for the
+/// window); the window update (SND.WL1/SND.WL2 rule) restarts it.
 #[test]
 fn zero_window_stops_sending_rfc9293_3_8_6_1() {
     let (mut h, id) = established(unscaled());
@@ -228,8 +228,12 @@ fn zero_window_stops_sending_rfc9293_3_8_6_1() {
     h.ack_to(h.our_nxt);
     send(&mut h, id, &bytes(0, 2000));
     assert!(h.tx().is_empty());
-    h.advance(Duration::from_secs(1));
-    assert!(h.tx().is_empty(), "no override for a zero window");
+    // The persist timer probes it (one RTO, 200 ms), with no data beyond the window.
+    h.advance(Duration::from_millis(200));
+    let probe = h.tx();
+    assert_eq!(probe.len(), 1);
+    assert_eq!(probe[0].payload_len, 0);
+    assert_eq!(probe[0].seq, SeqNumber(h.our_nxt.get().wrapping_sub(1)));
     h.window = 60_000;
     h.ack_to(h.our_nxt);
     let out = h.tx_payload();
@@ -423,4 +427,43 @@ fn send_bufs_takes_whole_buffers_and_leaves_the_rest() {
     assert_eq!(h.tcp.send_bufs(h.now, id, &mut chain), Ok(600));
     let out = h.tx_payload();
     assert_eq!(out[0].1, bytes(1200, 600));
+}
+
+/// RFC 9293 §3.8.6.1 (Linux `tcp_probe_timer`): while the window stays zero the persist
+/// timer probes with backoff (an ACK just left of the window, never data beyond it);
+/// after `max_retries` probes the connection is reset.
+#[test]
+fn persist_probes_back_off_then_give_up_rfc9293_3_8_6_1() {
+    let c = TcpConfig {
+        max_retries: 3,
+        ..cfg()
+    };
+    let (mut h, id) = established_cfg(c, unscaled());
+    h.window = 0;
+    h.ack_to(h.our_nxt);
+    send(&mut h, id, &bytes(0, 100));
+    assert!(h.tx().is_empty());
+    let mut at = Vec::new();
+    let t0 = h.now;
+    for _ in 0..40 {
+        h.advance(Duration::from_millis(100));
+        for m in h.tx() {
+            if m.flags.contains(TcpFlags::RST) {
+                at.push(None);
+            } else {
+                assert_eq!(m.payload_len, 0, "never data beyond a zero window");
+                at.push(Some((h.now - t0).as_millis()));
+                // The peer answers every probe with its window, still zero.
+                h.ack_to(h.our_nxt);
+            }
+        }
+    }
+    assert_eq!(
+        at,
+        vec![Some(200), Some(600), Some(1400), None],
+        "200 ms, then doubling; reset after 3 probes"
+    );
+    assert!(h.tcp.info(id).is_none());
+    assert_eq!(h.tcp.stats().window_probes, 3);
+    assert_eq!(h.tcp.stats().drops(DropReason::PersistTimeout), 1);
 }

@@ -128,6 +128,9 @@ impl<B: PacketBuf> Conn<B> {
             self.rcv.last_ack_sent = ack;
             return Ok(Some((b, Sent::Ack(reason))));
         }
+        if self.snd.probe_due {
+            return self.build_probe(now, pool, offload);
+        }
         // Our FIN goes after the last queued byte (RFC 9293 §3.10.4): while data is
         // unsent it waits, and rides the last data segment.
         if !self.closing.fin_due || self.snd.nxt < self.snd.end {
@@ -153,6 +156,33 @@ impl<B: PacketBuf> Conn<B> {
         self.fin_sent(now);
         self.ack_went_out();
         Ok(Some((b, Sent::Ack(AckReason::Fin))))
+    }
+
+    /// A zero-window probe (RFC 9293 §3.8.6.1), as Linux `tcp_xmit_probe_skb` builds it:
+    /// an ACK with SEG.SEQ = SND.UNA - 1, just left of the peer's window, which the peer
+    /// must answer with an ACK carrying its current window (§3.10.7.4: an unacceptable
+    /// segment is acknowledged). It carries no data, so a probe never sends beyond the
+    /// window, and it is an ACK sent now (`tcp_event_ack_sent`).
+    fn build_probe<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        offload: bool,
+    ) -> Result<Option<(B, Sent)>, ()> {
+        let f = TcpFields {
+            seq: SeqNumber(self.snd.una.get().wrapping_sub(1)),
+            ack: self.rcv.nxt,
+            flags: TcpFlags::ACK,
+            window: self.select_window(),
+            ts: Timestamp {
+                tsval: self.ts_now(now),
+                tsecr: self.rcv.ts_recent,
+            },
+        };
+        let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
+        self.snd.probe_due = false;
+        self.ack_went_out();
+        Ok(Some((b, Sent::Probe)))
     }
 
     /// The SACK blocks an ACK sent now carries: D-SACK first (RFC 2883 §4), then the
@@ -212,6 +242,9 @@ impl<B: PacketBuf> Conn<B> {
                             self.snd.arm_override(now);
                         }
                         Hold::Cwnd => self.snd.cwnd_limited = true,
+                        Hold::Window if self.snd.nxt == self.snd.una => {
+                            self.snd.arm_persist(now);
+                        }
                         _ => {}
                     }
                     return Ok(None);
@@ -298,6 +331,8 @@ pub(crate) enum Sent {
         rtx: bool,
         piggybacked: u32,
     },
+    /// A zero-window probe.
+    Probe,
 }
 
 /// Most data segments one connection builds before `poll_tx` moves on to the next
@@ -368,6 +403,7 @@ impl<B: PacketBuf> Tcp<B> {
                                 }
                                 data += 1;
                             }
+                            Sent::Probe => self.ctx.stats.window_probes += 1,
                         }
                         out.push(b);
                         if data >= TX_QUOTA && c.snd.unsent() > 0 {

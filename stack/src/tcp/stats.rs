@@ -60,6 +60,9 @@ reason_enum! {
         /// Retransmission timeouts exhausted (`TcpConfig::max_retries`); the connection
         /// was reset.
         RetriesExhausted = "retries_exhausted",
+        /// The peer's window stayed zero through `TcpConfig::max_retries` persist probes;
+        /// the connection was reset.
+        PersistTimeout = "persist_timeout",
     }
 }
 
@@ -123,6 +126,8 @@ pub struct TcpStats {
     pub sack_blocks_refused: u64,
     /// ACKs that stopped at data the peer had SACKed: possible reneging (RFC 2018 §8).
     pub reneging: u64,
+    /// Zero-window probes sent (RFC 9293 §3.8.6.1).
+    pub window_probes: u64,
     drops: [u64; DropReason::COUNT],
 }
 
@@ -171,6 +176,7 @@ impl TcpStats {
         self.fast_recoveries += o.fast_recoveries;
         self.sack_blocks_refused += o.sack_blocks_refused;
         self.reneging += o.reneging;
+        self.window_probes += o.window_probes;
         for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
             *a += *b;
         }

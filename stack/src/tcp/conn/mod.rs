@@ -326,6 +326,11 @@ impl<B: PacketBuf> Conn<B> {
                             return;
                         }
                     }
+                    SndTimer::Persist => {
+                        if self.persist_timeout(now, ctx).is_break() {
+                            return;
+                        }
+                    }
                 }
             }
         }

@@ -24,8 +24,8 @@
 //! called here as their "Wiring" sections say: `Conn::sender_ack` from the ACK step,
 //! `Conn::rto_timeout` when the retransmission timer fires, `Conn::next_rtx` and
 //! `Conn::data_sent` from `output.rs` when a segment is built. Not wired: RACK-TLP (the
-//! connection runs recovery's SACK mode, RFC 6675's DupThresh, or NewReno) and the
-//! persist timer.
+//! connection runs recovery's SACK mode, RFC 6675's DupThresh, or NewReno). The persist
+//! timer is here (`Conn::persist_timeout`).
 
 use std::collections::VecDeque;
 
@@ -160,8 +160,12 @@ pub(crate) struct Snd<B> {
     /// (Linux `is_cwnd_limited`, `max_packets_out`; `cc::is_cwnd_limited`).
     pub(crate) cwnd_limited: bool,
     pub(crate) max_flight: u32,
-    /// RTO expiries in a row before the connection is reset (`TcpConfig::max_retries`).
+    /// RTO expiries in a row before the connection is reset (`TcpConfig::max_retries`);
+    /// also the most zero-window probes in a row while the window stays shut.
     pub(crate) max_retries: u8,
+    /// Zero-window probes sent since data last went out, and one is to be built.
+    pub(crate) probes: u8,
+    pub(crate) probe_due: bool,
 }
 
 /// What [`Snd::timer`] is armed for.
@@ -175,6 +179,9 @@ pub(crate) enum SndTimer {
     Syn,
     /// RFC 6298 §5: the retransmission timer, running while data is outstanding.
     Rto,
+    /// RFC 9293 §3.8.6.1: the persist timer, running while the peer's window is zero,
+    /// data waits and nothing is in flight (no ACK would bring a window update).
+    Persist,
 }
 
 impl<B: PacketBuf> Snd<B> {
@@ -230,6 +237,8 @@ impl<B: PacketBuf> Snd<B> {
             cwnd_limited: false,
             max_flight: 0,
             max_retries: crate::tcp::rtt::LINUX_TCP_RETRIES2 as u8,
+            probes: 0,
+            probe_due: false,
         }
     }
 
@@ -532,6 +541,24 @@ impl<B: PacketBuf> Snd<B> {
         self.override_fired = false;
     }
 
+    /// Arms the persist timer, if no timer runs or only the SWS override's (RFC 9293
+    /// §3.8.6.1; Linux `tcp_check_probe_timer`): one RTO from now, doubled per probe
+    /// already sent (`tcp_probe0_when`), at most the RTO's maximum.
+    pub(crate) fn arm_persist(&mut self, now: Instant) {
+        if self.timer.is_some() && self.timer_kind != SndTimer::Override {
+            return;
+        }
+        let max = self.rtt.config().max_rto.as_nanos();
+        let when = self
+            .rtt
+            .rto()
+            .as_nanos()
+            .saturating_mul(1 << self.probes.min(32))
+            .min(max);
+        self.timer = Some(now + Duration::from_nanos(when));
+        self.timer_kind = SndTimer::Persist;
+    }
+
     /// Arms the SWS override timer if no timer runs (RFC 1122 §4.2.3.4).
     pub(crate) fn arm_override(&mut self, now: Instant) {
         if self.timer.is_none() {
@@ -794,6 +821,30 @@ impl<B: PacketBuf> Conn<B> {
             snd.timer_kind = SndTimer::Rto;
         }
         snd.max_flight = snd.max_flight.max(snd.pipe());
+        snd.probes = 0;
+    }
+
+    /// The persist timer expired (RFC 9293 §3.8.6.1, Linux `tcp_probe_timer`): while the
+    /// window is still zero, data waits and nothing is in flight, a probe is sent and the
+    /// timer re-armed with backoff; after `TcpConfig::max_retries` probes with the window
+    /// shut the connection is reset (`Break`; a window that never opens does not hold the
+    /// connection for ever). Otherwise the timer just ends: data goes as the window
+    /// allows.
+    pub(crate) fn persist_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
+        let shut = self.snd.una + self.snd.wnd as usize <= self.snd.nxt;
+        if !shut || self.snd.unsent() == 0 || self.snd.nxt != self.snd.una {
+            return ControlFlow::Continue(());
+        }
+        if self.snd.probes >= self.snd.max_retries {
+            ctx.stats.dropped(DropReason::PersistTimeout);
+            self.abort(ctx);
+            return ControlFlow::Break(());
+        }
+        self.snd.probes += 1;
+        self.snd.probe_due = true;
+        self.snd.arm_persist(now);
+        self.mark_due(ctx);
+        ControlFlow::Continue(())
     }
 }
 
