@@ -564,8 +564,10 @@ mod tests {
     fn sixty_four_flows_spread_within_20_percent_over_2_queues() {
         // Issue acceptance: 64 flows within 20% of even (32 each): 26 to 38 per queue.
         let rss = Rss::with_queues(2).expect("valid");
-        // 32 and 32: the hash is linear over GF(2), so a block of 64 ports aligned on 64
-        // splits exactly in two whenever the 6 low port bits reach the hash's low bit.
+        // They split 32 and 32: the hash is linear over GF(2), so the queue (here the
+        // hash's low bit) of 64 consecutive ports aligned on 64 is an affine function of
+        // their 6 low bits, which takes each value for exactly half of them unless it is
+        // constant.
         let per = spread(&rss, (0..64).map(gen_flow));
         for n in &per {
             assert!((26..=38).contains(n), "per-queue flows {per:?}");
