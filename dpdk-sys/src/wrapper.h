@@ -20,3 +20,6 @@
 
 /* rte_errno is a per-lcore (thread-local) C variable: Rust reads it through this. */
 int weir_rte_errno(void);
+
+/* rte_raw_cksum compiled at -O3 (src/cksum_o3.c), beside the -O2 wrapper bindgen makes. */
+uint16_t weir_raw_cksum_o3(const void *buf, size_t len);

@@ -8,6 +8,7 @@
 //!   [`PortTxQueue`] implement the stack's `RxQueue` / `TxQueue`.
 //! - [`Clock`]: the TSC as nanosecond [`stack::time::Instant`]s.
 //! - [`ring_port_pair`]: two in-memory ports wired back to back.
+//! - [`cksum`]: DPDK's software checksum, `rte_raw_cksum`.
 //!
 //! This and `dpdk-sys` are the only crates of weir with `unsafe` code; every block says
 //! why it is sound. A typical start:
@@ -22,6 +23,7 @@
 //! # Ok::<(), dpdk::Error>(())
 //! ```
 
+pub mod cksum;
 mod clock;
 mod eal;
 mod error;

@@ -22,6 +22,7 @@ pub mod impair;
 pub mod mem;
 pub mod pipeline;
 mod reason;
+pub mod rss;
 pub mod segment;
 pub mod seq;
 pub mod stats;

@@ -4,10 +4,12 @@
 //!   receive-and-free loops of [`loops`];
 //! - [`gro`]: weir's GRO beside DPDK's `rte_gro` on the same bursts of mbufs (the fixture
 //!   is [`gro_fixture`], shared with the criterion benches in `benches/`);
+//! - [`csum`]: weir's Internet checksum beside DPDK's `rte_raw_cksum` on the same buffers;
 //! - [`tcp`]: TCP receive and ACK building on in-memory buffers;
 //! - [`stages`]: ns per segment of each receive-path stage;
 //! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`.
 
+pub mod csum;
 pub mod e2e;
 pub mod gro;
 pub mod gro_fixture;

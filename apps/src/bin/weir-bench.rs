@@ -89,6 +89,23 @@ enum Cmd {
         #[arg(long)]
         hugepages: bool,
     },
+    /// weir's Internet checksum beside DPDK's rte_raw_cksum (as dpdk-sys wraps it, and
+    /// compiled at -O3) on the same buffers: 1,448- and 8,948-byte payloads, in cache and
+    /// out of cache.
+    Csum {
+        /// One JSON object per row.
+        #[arg(long)]
+        json: bool,
+        /// Timed chunks of 8 MiB per implementation and row (the median is reported).
+        #[arg(long, default_value_t = 25)]
+        runs: usize,
+        /// The out-of-cache buffer set in MiB: make it larger than the last-level cache.
+        #[arg(long, default_value_t = 64)]
+        set_mib: usize,
+        /// Payload lengths in bytes (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [1448usize, 8948])]
+        lens: Vec<usize>,
+    },
     /// TCP receive + ACK decision per wire segment, and ACK building, on in-memory buffers.
     Tcp {
         /// One JSON object per row.
@@ -160,6 +177,17 @@ fn main() -> std::process::ExitCode {
             runs,
             only,
             memory: apps::eal_args::Memory::from_flag(hugepages),
+        }),
+        Cmd::Csum {
+            json,
+            runs,
+            set_mib,
+            lens,
+        } => apps::bench::csum::run(&apps::bench::csum::Options {
+            json,
+            runs,
+            set_mib,
+            lens,
         }),
         Cmd::Tcp { json } => apps::bench::tcp::run(json),
         Cmd::Stages { json } => apps::bench::stages::run(json),

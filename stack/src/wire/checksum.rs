@@ -4,35 +4,63 @@
 /// Adds `data` to a running one's-complement sum (not yet folded). Bytes are taken as
 /// big-endian 16-bit words; an odd trailing byte is padded with zero. Sums of several
 /// slices must give every slice but the last an even length.
+///
+/// The result is below 2^33 whatever `sum` was, so a caller may add a few small values
+/// (pseudo-header fields, lengths) to it with plain `+` before [`fold`]. It is zero only if
+/// `sum` was zero and `data` all zeros, so [`fold`] gives exactly what adding 16-bit words
+/// one by one gives (RFC 1071 §1, §2).
 #[inline]
 pub fn add(sum: u64, data: &[u8]) -> u64 {
-    // Eight bytes at a time as one big-endian u64: since 2^16 ≡ 1 (mod 2^16 - 1), a
-    // 64-bit word is congruent to the sum of its four 16-bit words (RFC 1071 §2), so the
-    // folded result is the same as adding 16-bit words, at a quarter of the additions.
-    // A u128 accumulator cannot overflow for any frame (2^64 words would be needed).
-    let mut acc = u128::from(sum);
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        acc += u128::from(u64::from_be_bytes([
-            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-        ]));
+    // Why the shortcuts keep the value mod 2^16 - 1, which is all a one's-complement sum
+    // is (RFC 1071 §2):
+    // - 2^16 ≡ 1, so a 64-bit word is congruent to the sum of its four 16-bit words, and a
+    //   sum of 64-bit words needs a quarter of the additions (§2(C), "parallel summation").
+    // - The words are read little-endian, as x86's loads give them, with no byte swap: the
+    //   sum is then the byte-swapped sum (§2(B), byte order independence), and one swap of
+    //   the total puts it right. Swapping a 16-bit value is multiplying it by 2^8 mod
+    //   2^16 - 1, and since 2^16 - 1 divides 2^64 - 1, rotating the 64-bit total left by
+    //   8 bits does the same.
+    // - Four u128 accumulators keep four independent add-with-carry chains in flight (one
+    //   would be bound by the carry flag's latency); none can overflow (2^64 additions
+    //   would be needed).
+    let mut acc = [0u128; 4];
+    let mut blocks = data.chunks_exact(32);
+    for b in &mut blocks {
+        for (a, w) in acc.iter_mut().zip(b.chunks_exact(8)) {
+            *a += u128::from(le64(w));
+        }
     }
-    let mut words = chunks.remainder().chunks_exact(2);
+    let mut total = acc[0] + acc[1] + acc[2] + acc[3];
+    let mut words = blocks.remainder().chunks_exact(8);
     for w in &mut words {
-        acc += u128::from(u16::from_be_bytes([w[0], w[1]]));
+        total += u128::from(le64(w));
     }
-    if let [b] = words.remainder() {
-        acc += u128::from(*b) << 8;
+    let mut pairs = words.remainder().chunks_exact(2);
+    for p in &mut pairs {
+        total += u128::from(u16::from_le_bytes([p[0], p[1]]));
     }
-    // Back to u64 without changing the value mod 2^16 - 1 (2^64 ≡ 1): the low half is
-    // folded to 16 bits first so the sum cannot overflow. Zero stays zero only for an
-    // all-zero input, as with 16-bit addition.
-    let (lo, hi) = (acc as u64, (acc >> 64) as u64);
-    if hi == 0 {
-        lo
-    } else {
-        u64::from(fold(lo)) + hi
+    if let [b] = pairs.remainder() {
+        // The padded word is [b, 0]: b is its high byte, the low byte of the swapped word.
+        total += u128::from(*b);
     }
+    let swapped = add_carry(total as u64, (total >> 64) as u64);
+    let s = add_carry(sum, swapped.rotate_left(8));
+    (s & 0xffff_ffff) + (s >> 32)
+}
+
+/// `a + b` with the carry out of bit 63 added back in (2^64 ≡ 1 mod 2^16 - 1). Non-zero
+/// unless both are zero; cannot overflow (with a carry, the wrapped sum is below `b`).
+#[inline(always)]
+fn add_carry(a: u64, b: u64) -> u64 {
+    let (s, carry) = a.overflowing_add(b);
+    s + u64::from(carry)
+}
+
+/// Eight bytes as a little-endian u64 (`w` is one of `chunks_exact(8)`: the fallback is
+/// never taken).
+#[inline(always)]
+fn le64(w: &[u8]) -> u64 {
+    <[u8; 8]>::try_from(w).map_or(0, u64::from_le_bytes)
 }
 
 /// Folds a running sum to 16 bits (not complemented).
@@ -151,6 +179,62 @@ mod tests {
         let d = vec![0xffu8; 9000];
         assert_eq!(fold(add(0, &d)), naive(0, &d));
         assert_eq!(fold(add(0, &[0; 64])), 0);
+    }
+
+    /// RFC 1071's definition with nothing clever: big-endian 16-bit words added one by one
+    /// to `start` (any u64), then end-around carries until 16 bits are left.
+    fn reference(start: u64, data: &[u8]) -> u16 {
+        let mut s = u128::from(start);
+        for w in data.chunks(2) {
+            s += u128::from(w[0]) << 8 | w.get(1).map_or(0, |b| u128::from(*b));
+        }
+        while s >> 16 != 0 {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
+
+    proptest::proptest! {
+        /// The 8-bytes-at-a-time little-endian sum folds to exactly the 16-bit definition's
+        /// result, for any length (odd ones too), any alignment and any running sum; it
+        /// stays below 2^33, and a slice split at an even point sums the same.
+        #[test]
+        fn add_matches_the_16_bit_definition(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..4200),
+            offset in 0usize..64,
+            start in proptest::prelude::prop_oneof![
+                proptest::strategy::Just(0u64),
+                proptest::num::u64::ANY,
+                proptest::strategy::Just(u64::MAX),
+            ],
+            split in 0usize..4200,
+            ones in proptest::bool::ANY,
+        ) {
+            // All-ones data: the most carries.
+            let bytes = if ones { vec![0xff; bytes.len()] } else { bytes };
+            let d = &bytes[offset.min(bytes.len())..];
+            let sum = add(start, d);
+            proptest::prop_assert!(sum < 1 << 33);
+            proptest::prop_assert_eq!(fold(sum), reference(start, d));
+            proptest::prop_assert_eq!(sum == 0, start == 0 && d.iter().all(|b| *b == 0));
+            let at = (split.min(d.len())) & !1;
+            proptest::prop_assert_eq!(fold(add(add(start, &d[..at]), &d[at..])), fold(sum));
+        }
+    }
+
+    #[test]
+    fn small_values_can_be_added_to_any_sum() {
+        // A pseudo-header of all-ones addresses and the largest length: no overflow.
+        let s = pseudo_v6([0xff; 16], [0xff; 16], 6, u32::MAX);
+        let mut d = vec![0xff; 32];
+        d.extend([0, 0, 0, 6, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(fold(s), reference(0, &d));
+        let mut d = vec![0xff; 8];
+        d.extend([0, 6, 0xff, 0xff]);
+        assert_eq!(
+            fold(pseudo_v4([0xff; 4], [0xff; 4], 6, u16::MAX)),
+            reference(0, &d)
+        );
     }
 
     #[test]
