@@ -25,6 +25,7 @@
 
 pub mod echo;
 pub mod http;
+pub mod iperf3;
 pub mod sockperf;
 pub mod tbench;
 
