@@ -334,9 +334,10 @@ fn parse_head(buf: &[u8], max_header: usize) -> Result<Option<Head>, Bad> {
 impl App for Http {
     type Server = Config;
 
-    fn accept(cfg: &mut Config, _now: Instant, _token: u64) -> Self {
+    fn accept(_cfg: &mut Config, _now: Instant, _token: u64) -> Self {
         Self {
-            acc: Vec::with_capacity(cfg.max_header.min(64 * 1024)),
+            // Grows with a partial head only, up to `max_header`.
+            acc: Vec::new(),
             staged: Staged::new(STAGE_CAP),
             body_off: 0,
             body_end: 0,
@@ -399,9 +400,16 @@ impl App for Http {
                 let parsed = parse_head(&self.acc, cfg.max_header);
                 match parsed {
                     Ok(Some(h)) => {
-                        // Bytes past the head came from `rest`: leave them unconsumed.
-                        used += h.len - before;
-                        self.acc.clear();
+                        if h.len >= before {
+                            // Bytes past the head came from `rest`: leave them unconsumed.
+                            used += h.len - before;
+                            self.acc.clear();
+                        } else {
+                            // Not expected (the shorter head was incomplete before), but
+                            // the bytes past the head are the next request's: keep them.
+                            used += take;
+                            self.acc.drain(..h.len);
+                        }
                         self.answer(cfg, Ok(h))?;
                     }
                     Ok(None) => {

@@ -137,15 +137,17 @@ pub enum AppError {
 /// 1. When a connection opens: `let c = A::accept(&mut server, now, token)`; `token` is the
 ///    driver's name for the connection, returned by [`App::take_woken`].
 /// 2. When it is readable: hand each in-order received slice to [`App::on_data`], which
-///    returns how many bytes it consumed. It consumes less than it was given only when the
-///    sink is full, it owes output ([`App::output_pending`]), or it wants to close; the
-///    driver keeps the rest and offers it again after the sink drains.
+///    returns how many bytes it consumed. It consumes less than it was given only when it
+///    has output the sink did not take (the sink is full, or [`App::output_pending`]); the
+///    driver keeps the rest in the receive queue and offers it again after the sink
+///    drains. Once the engine wants to close it consumes (and discards) everything.
 /// 3. When the send buffer has room and [`App::output_pending`] is true: [`App::poll_output`].
 /// 4. After each round, [`App::take_woken`] names connections whose state changed because of
 ///    another connection (iperf3: a data stream completing the set wakes the control
 ///    connection); the driver calls [`App::poll_output`] on them and checks
 ///    [`App::wants_close`].
-/// 5. When the peer closes its side: [`App::on_peer_closed`].
+/// 5. When the peer has closed its side and every byte before its FIN was consumed:
+///    [`App::on_peer_closed`].
 /// 6. When [`App::wants_close`] is true and nothing is pending: the driver closes (FIN).
 /// 7. When the connection is gone (closed, reset): [`App::on_closed`], exactly once.
 ///
@@ -176,7 +178,7 @@ pub trait App: Sized {
         out: &mut S,
     ) -> Result<(), AppError>;
 
-    /// The peer sent FIN: no more input will come.
+    /// The peer sent FIN and all input before it was consumed: no more will come.
     fn on_peer_closed(&mut self, server: &mut Self::Server, now: Instant);
 
     /// The connection is gone; the engine releases what it holds in `server`.
@@ -420,6 +422,97 @@ mod tests {
         assert!(s.flush(&mut sink));
         assert_eq!(sink.take(), b"e");
         assert!(s.is_empty());
+    }
+
+    /// A small deterministic generator for the random-input test (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    /// Valid openings of each protocol, to be cut and corrupted.
+    fn seeds() -> Vec<Vec<u8>> {
+        let mut sp = sockperf::Header {
+            seq: 1,
+            flags: 3,
+            len: 30,
+        }
+        .emit()
+        .to_vec();
+        sp.extend([0u8; 16]);
+        let mut tb = 8u32.to_be_bytes().to_vec();
+        tb.extend(100u32.to_be_bytes());
+        tb.extend([1, 2, 3, 4]);
+        let mut ip = b"abcdefghijklmnopqrstuvwxyz234567abcd\0".to_vec();
+        let params = br#"{"tcp":true,"parallel":1,"len":1000,"time":1}"#;
+        ip.extend((params.len() as u32).to_be_bytes());
+        ip.extend(params);
+        ip.push(iperf3::state::TEST_END);
+        vec![
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /x HTTP/1.0\r\n\r\n"
+                .to_vec(),
+            sp,
+            tb,
+            ip,
+        ]
+    }
+
+    /// Random bytes and corrupted valid openings, cut anywhere, through sinks of any size:
+    /// no engine panics, stalls with input left, or fails to drain its output.
+    #[test]
+    fn random_input_never_panics_or_stalls() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let seeds = seeds();
+        for round in 0..400 {
+            let mut input: Vec<u8> = if round % 2 == 0 {
+                (0..rng.below(2000)).map(|_| rng.next() as u8).collect()
+            } else {
+                let mut v = seeds[rng.below(seeds.len())].clone();
+                for _ in 0..rng.below(4) {
+                    let i = rng.below(v.len());
+                    v[i] = rng.next() as u8;
+                }
+                v.truncate(rng.below(v.len() + 1).max(1));
+                v
+            };
+            if round % 5 == 0 {
+                input.extend_from_slice(&seeds[rng.below(seeds.len())]);
+            }
+            let mut chunks = Vec::new();
+            let mut rest: &[u8] = &input;
+            while !rest.is_empty() {
+                let (a, b) = rest.split_at(rng.below(rest.len()).max(1).min(rest.len()));
+                chunks.push(a);
+                rest = b;
+            }
+            let cap = [1, 3, 14, 100, 1 << 16][rng.below(5)];
+            let close = round % 3 == 0;
+            testing::drive::<echo::Echo>(&mut (), &chunks, cap, close);
+            testing::drive::<sockperf::Sockperf>(
+                &mut sockperf::Config::default(),
+                &chunks,
+                cap,
+                close,
+            );
+            testing::drive::<tbench::Tbench>(&mut (), &chunks, cap, close);
+            testing::drive::<http::Http>(&mut http::Config::default(), &chunks, cap, close);
+            let mut server = iperf3::Server::default();
+            testing::drive::<iperf3::Iperf3>(&mut server, &chunks, cap, close);
+            assert_eq!(
+                server.sessions(),
+                0,
+                "closing the control connection ends its session"
+            );
+        }
     }
 
     #[test]
