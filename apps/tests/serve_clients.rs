@@ -1,6 +1,12 @@
 //! weir-serve's protocol engines against the real clients (Debian's iperf3 3.12, sockperf
-//! 3.7, dbench 4.0's tbench, wrk, curl) over the kernel's TCP on 127.0.0.1: this checks the
-//! engines' protocol before weir's TCP carries them.
+//! 3.7, dbench 4.0's tbench, wrk, curl) over the kernel's TCP: this checks the engines'
+//! protocol before weir's TCP carries them.
+//!
+//! Test traffic goes only to hosts a test creates, with addresses from 198.18.0.0/15
+//! (docs/architecture.md, "Running DPDK here"): each test runs itself again inside a
+//! network namespace of its own ([`in_netns`]), where [`ADDR`] (198.18.0.1) is on the
+//! namespace's loopback and both the engines and the clients use it. That needs root (as
+//! the DPDK tests do); without it the test fails and says so.
 //!
 //! The harness runs one thread per connection over std sockets, the engines' shared state
 //! (`App::Server`) behind a lock, and drives each engine as weir's core loop will: feed
@@ -28,6 +34,47 @@ use apps::serve::iperf3::{self, Iperf3};
 use apps::serve::sockperf::{self, Sockperf};
 use apps::serve::tbench::{Tbench, TBENCH_PORT};
 use apps::serve::{App, AppError, SendBuf};
+
+/// The address every engine listens on and every client connects to, on the loopback of
+/// the test's own network namespace.
+const ADDR: &str = "198.18.0.1";
+
+/// Set in the environment of a test run inside its namespace.
+const IN_NETNS: &str = "WEIR_SERVE_CLIENTS_NETNS";
+
+/// Runs the test `name` inside a new network namespace with [`ADDR`] on its loopback,
+/// and returns `false` once that run has passed (the caller returns); returns `true`
+/// when already inside (the caller runs the test). The namespace is deleted after.
+fn in_netns(name: &str) -> bool {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return true;
+    }
+    let ns = format!("weir-serve-{}-{name}", std::process::id());
+    let ip = |args: &[&str]| {
+        let st = Command::new("ip")
+            .args(args)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run ip {args:?} (iproute2, scripts/setup.sh): {e}"));
+        assert!(
+            st.success(),
+            "ip {args:?} failed: these tests need root to make a network namespace"
+        );
+    };
+    ip(&["netns", "add", &ns]);
+    ip(&["-n", &ns, "link", "set", "lo", "up"]);
+    ip(&["-n", &ns, "addr", "add", &format!("{ADDR}/32"), "dev", "lo"]);
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let st = Command::new("ip")
+        .args(["netns", "exec", &ns])
+        .arg(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(IN_NETNS, "1")
+        .status();
+    ip(&["netns", "del", &ns]);
+    let st = st.expect("running the test in its namespace");
+    assert!(st.success(), "{name} failed inside its network namespace");
+    false
+}
 use serde_json::Value;
 use stack::time::Instant;
 
@@ -88,13 +135,13 @@ impl<S> Shared<S> {
     }
 }
 
-/// Serves `A` on 127.0.0.1:`port` (0: a free port).
+/// Serves `A` on 198.18.0.1:`port` (0: a free port).
 fn serve<A: App>(port: u16, server: A::Server) -> Running<A::Server>
 where
     A::Server: Send + 'static,
 {
-    let listener = TcpListener::bind(("127.0.0.1", port))
-        .unwrap_or_else(|e| panic!("cannot listen on 127.0.0.1:{port}: {e}"));
+    let listener = TcpListener::bind((ADDR, port))
+        .unwrap_or_else(|e| panic!("cannot listen on 198.18.0.1:{port}: {e}"));
     let port = listener.local_addr().expect("local address").port();
     listener
         .set_nonblocking(true)
@@ -346,11 +393,14 @@ fn number_after(text: &str, key: &str) -> Option<f64> {
 
 #[test]
 fn echo_client_gets_every_byte_back() {
+    if !in_netns("echo_client_gets_every_byte_back") {
+        return;
+    }
     let srv = serve::<Echo>(0, ());
     let data: Vec<u8> = (0..4 * 1024 * 1024u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
-    let mut conn = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    let mut conn = TcpStream::connect((ADDR, srv.port)).expect("connect");
     conn.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     let mut writer = conn.try_clone().expect("clone");
@@ -371,7 +421,7 @@ fn echo_client_gets_every_byte_back() {
 fn sockperf_run(mode: &str, extra: &[&str]) -> ClientRun {
     let srv = serve::<Sockperf>(0, sockperf::Config::default());
     let port = srv.port.to_string();
-    let mut args = vec![mode, "--tcp", "-i", "127.0.0.1", "-p", &port, "-t", "2"];
+    let mut args = vec![mode, "--tcp", "-i", ADDR, "-p", &port, "-t", "2"];
     args.extend_from_slice(extra);
     let run = run_client("sockperf", "sockperf", &args, Duration::from_secs(15));
     let served = srv.stop();
@@ -381,6 +431,9 @@ fn sockperf_run(mode: &str, extra: &[&str]) -> ClientRun {
 
 #[test]
 fn sockperf_ping_pong() {
+    if !in_netns("sockperf_ping_pong") {
+        return;
+    }
     let run = sockperf_run("ping-pong", &[]);
     let latency = number_after(&run.stdout, "Summary: Latency is").unwrap_or_else(|| {
         panic!(
@@ -395,6 +448,9 @@ fn sockperf_ping_pong() {
 
 #[test]
 fn sockperf_under_load() {
+    if !in_netns("sockperf_under_load") {
+        return;
+    }
     let run = sockperf_run("under-load", &["--mps", "10000"]);
     let latency = number_after(&run.stdout, "Summary: Latency is").unwrap_or_else(|| {
         panic!(
@@ -407,6 +463,9 @@ fn sockperf_under_load() {
 
 #[test]
 fn sockperf_throughput() {
+    if !in_netns("sockperf_throughput") {
+        return;
+    }
     let run = sockperf_run("throughput", &["-m", "1472"]);
     let rate = number_after(&run.stdout, "Summary: Message Rate is").unwrap_or_else(|| {
         panic!(
@@ -422,7 +481,7 @@ fn sockperf_throughput() {
 fn iperf3_run(args: &[&str]) -> (Value, iperf3::SessionReport) {
     let srv = serve::<Iperf3>(0, iperf3::Server::default());
     let port = srv.port.to_string();
-    let mut all = vec!["-c", "127.0.0.1", "-p", &port, "-t", "2", "-J"];
+    let mut all = vec!["-c", ADDR, "-p", &port, "-t", "2", "-J"];
     all.extend_from_slice(args);
     let run = run_client("iperf3", "iperf3", &all, Duration::from_secs(15));
     let mut served = srv.stop();
@@ -473,6 +532,9 @@ fn sum_bytes(json: &Value, key: &str) -> u64 {
 
 #[test]
 fn iperf3_forward() {
+    if !in_netns("iperf3_forward") {
+        return;
+    }
     let (json, report) = iperf3_run(&[]);
     let received = sum_bytes(&json, "sum_received");
     let ours: u64 = report.streams.iter().map(|s| s.bytes).sum();
@@ -488,6 +550,9 @@ fn iperf3_forward() {
 
 #[test]
 fn iperf3_reverse() {
+    if !in_netns("iperf3_reverse") {
+        return;
+    }
     let (json, report) = iperf3_run(&["-R"]);
     let sent: u64 = report.streams.iter().map(|s| s.bytes).sum();
     assert!(report.streams.iter().all(|s| s.sender));
@@ -501,6 +566,9 @@ fn iperf3_reverse() {
 
 #[test]
 fn iperf3_reverse_with_64k_window() {
+    if !in_netns("iperf3_reverse_with_64k_window") {
+        return;
+    }
     // Field report 002's command.
     let (json, report) = iperf3_run(&["-R", "-w", "64K"]);
     assert_eq!(report.params.window, 64 * 1024);
@@ -509,6 +577,9 @@ fn iperf3_reverse_with_64k_window() {
 
 #[test]
 fn iperf3_bidir() {
+    if !in_netns("iperf3_bidir") {
+        return;
+    }
     let (json, report) = iperf3_run(&["--bidir"]);
     assert_eq!(report.streams.len(), 2);
     assert!(!report.streams[0].sender && report.streams[1].sender);
@@ -518,6 +589,9 @@ fn iperf3_bidir() {
 
 #[test]
 fn iperf3_four_streams() {
+    if !in_netns("iperf3_four_streams") {
+        return;
+    }
     let (json, report) = iperf3_run(&["-P", "4"]);
     let ids: Vec<u32> = report.streams.iter().map(|s| s.id).collect();
     assert_eq!(ids, [1, 3, 4, 5]);
@@ -529,12 +603,15 @@ fn iperf3_four_streams() {
 
 #[test]
 fn tbench_two_clients() {
+    if !in_netns("tbench_two_clients") {
+        return;
+    }
     // tbench connects to port 7003 only (TCP_PORT in dbench.h).
     let srv = serve::<Tbench>(TBENCH_PORT, ());
     let run = run_client(
         "tbench",
         "dbench",
-        &["-t", "3", "2", "127.0.0.1"],
+        &["-t", "3", "2", ADDR],
         Duration::from_secs(20),
     );
     let served = srv.stop();
@@ -553,6 +630,9 @@ fn tbench_two_clients() {
 
 #[test]
 fn wrk_keep_alive_load() {
+    if !in_netns("wrk_keep_alive_load") {
+        return;
+    }
     let srv = serve::<Http>(
         0,
         http::Config {
@@ -560,7 +640,7 @@ fn wrk_keep_alive_load() {
             ..http::Config::default()
         },
     );
-    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let url = format!("http://198.18.0.1:{}/", srv.port);
     let run = run_client(
         "wrk",
         "wrk",
@@ -612,6 +692,9 @@ fn expected_body(len: usize) -> Vec<u8> {
 
 #[test]
 fn curl_fetches_ten_megabytes_byte_exact() {
+    if !in_netns("curl_fetches_ten_megabytes_byte_exact") {
+        return;
+    }
     const LEN: usize = 10 * 1024 * 1024;
     let srv = serve::<Http>(
         0,
@@ -620,7 +703,7 @@ fn curl_fetches_ten_megabytes_byte_exact() {
             ..http::Config::default()
         },
     );
-    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let url = format!("http://198.18.0.1:{}/", srv.port);
     let dir = scratch_dir("curl-body");
     let file = dir.join("body");
     let file_arg = file.to_str().expect("utf-8 path");
@@ -659,6 +742,9 @@ fn curl_fetches_ten_megabytes_byte_exact() {
 
 #[test]
 fn curl_keep_alive_404_and_close() {
+    if !in_netns("curl_keep_alive_404_and_close") {
+        return;
+    }
     let srv = serve::<Http>(
         0,
         http::Config {
@@ -666,8 +752,8 @@ fn curl_keep_alive_404_and_close() {
             ..http::Config::default()
         },
     );
-    let root = format!("http://127.0.0.1:{}/", srv.port);
-    let missing = format!("http://127.0.0.1:{}/missing", srv.port);
+    let root = format!("http://198.18.0.1:{}/", srv.port);
+    let missing = format!("http://198.18.0.1:{}/missing", srv.port);
     // Two requests on one connection, the second a 404.
     let run = run_client(
         "curl",
