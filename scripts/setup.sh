@@ -3,13 +3,15 @@
 #   libdpdk-dev (DPDK 22.11, with its poll-mode drivers as plugins), pkg-config, clang and
 #   libclang-dev (bindgen), iproute2 (network namespaces, tap set-up), iperf and socat
 #   (the kernel-side TCP senders), jq (reading weir's JSON stats), iputils-ping, tshark
-#   (reading weir-sink's --pcap captures in the tests) and curl (scraping --metrics).
+#   (reading weir-sink's --pcap captures in the tests), curl (scraping --metrics), and the
+#   real clients weir-serve's engines are tested against: iperf3, sockperf, dbench (tbench),
+#   wrk (and curl).
 # Idempotent: when every package is already installed it touches nothing (and needs no
 # root); otherwise it must run as root and does `apt-get update` then `apt-get install`.
 # It also checks that Rust (cargo, rustc >= 1.85) is installed.
 set -euo pipefail
 
-PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl ethtool)
+PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl ethtool iperf3 sockperf dbench wrk)
 MIN_RUST=1.85
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }

@@ -2,7 +2,7 @@
 //! receiver), [`gen`] (`weir-gen`), [`bench`](mod@bench) (`weir-bench`) and [`lab`] (`weir-lab`). The
 //! other modules are what they share: the command line and the EAL's ([`eal_args`],
 //! [`config`], [`logs`]), capture, metrics and reports, loop timing ([`busy`]) and progress
-//! bars.
+//! bars. [`serve`] holds weir-serve's application protocols, sans-IO.
 
 pub mod bench;
 pub mod busy;
@@ -15,4 +15,5 @@ pub mod logs;
 pub mod metrics;
 pub mod progress;
 pub mod report;
+pub mod serve;
 pub mod sink;
