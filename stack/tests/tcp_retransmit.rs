@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use stack::ack::AckPolicy;
 use stack::seq::SeqNumber;
-use stack::tcp::{ConnId, ConnectOpts, DropReason, Event, TcpConfig};
+use stack::tcp::{ConnId, ConnectOpts, DropReason, Event, SackLossDetection, TcpConfig};
 use stack::time::Duration;
 use stack::wire::{SackBlock, TcpFlags};
 use testkit::tcp::*;
@@ -26,6 +26,14 @@ fn established_cfg(c: TcpConfig, o: SynOpts) -> (Fixture, ConnId) {
 
 fn established(o: SynOpts) -> (Fixture, ConnId) {
     established_cfg(cfg(), o)
+}
+
+/// The test configuration with RFC 6675's DupThresh rules for SACK peers, no RACK-TLP.
+fn sack_cfg() -> TcpConfig {
+    TcpConfig {
+        loss_detection: SackLossDetection::Sack,
+        ..cfg()
+    }
 }
 
 fn send(h: &mut Fixture, id: ConnId, data: &[u8]) -> usize {
@@ -51,7 +59,8 @@ fn dupack(h: &mut Fixture, ack: SeqNumber, sack: &[(SeqNumber, SeqNumber)]) {
 /// go again.
 #[test]
 fn rto_retransmits_earliest_segment_with_backoff_rfc6298_5_4() {
-    let (mut h, id) = established(SynOpts::all());
+    // RFC 6675 mode: no tail loss probe comes before the RTO.
+    let (mut h, id) = established_cfg(sack_cfg(), SynOpts::all());
     send(&mut h, id, &bytes(0, 2896));
     let start = h.our_nxt;
     assert_eq!(h.tx().len(), 2);
@@ -142,7 +151,7 @@ fn fast_retransmit_on_three_dupacks_rfc5681_3_2() {
 /// and counted (RFC 2018 §8).
 #[test]
 fn fast_retransmit_from_sack_rfc6675_5() {
-    let (mut h, id) = established(SynOpts::all());
+    let (mut h, id) = established_cfg(sack_cfg(), SynOpts::all());
     send(&mut h, id, &bytes(0, 10 * 1448));
     let start = h.our_nxt;
     assert_eq!(h.tx().len(), 10);
