@@ -3,8 +3,35 @@
 use core::ops::RangeInclusive;
 
 use crate::tcp::cc::CcConfig;
+use crate::tcp::recovery::LossDetection;
 use crate::tcp::rtt::ValidRtoConfig;
 use crate::time::Duration;
+
+/// The loss detection a connection runs when the peer permitted SACK (RFC 2018). A peer
+/// without SACK always gets NewReno (RFC 6582).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SackLossDetection {
+    /// RACK-TLP (RFC 8985): losses marked by time in place of RFC 6675's DupThresh, the
+    /// reordering timer, and tail loss probes. Linux's default (`net.ipv4.tcp_recovery`
+    /// = 1, which turns DupThresh off once RACK is on).
+    #[default]
+    Rack,
+    /// RFC 6675's scoreboard rules alone (IsLost, DupThresh = 3), no probes: Linux with
+    /// `tcp_recovery` = 0.
+    Sack,
+}
+
+impl SackLossDetection {
+    /// The mode `stack::tcp::recovery` runs for a peer that did (`sack`) or did not
+    /// permit SACK.
+    pub fn mode(self, sack: bool) -> LossDetection {
+        match (sack, self) {
+            (false, _) => LossDetection::NewReno,
+            (true, SackLossDetection::Rack) => LossDetection::Rack,
+            (true, SackLossDetection::Sack) => LossDetection::Sack,
+        }
+    }
+}
 
 /// Configuration of one core's TCP.
 #[derive(Clone, Debug)]
@@ -80,6 +107,9 @@ pub struct TcpConfig {
     /// Congestion control for every connection: the algorithm (CUBIC, as Linux, or
     /// Reno), the ACK-counting rule and the initial window (`stack::tcp::cc`).
     pub cc: CcConfig,
+    /// Loss detection for peers that permitted SACK: RACK-TLP (the default, as Linux) or
+    /// RFC 6675's DupThresh alone. Peers without SACK get NewReno either way.
+    pub loss_detection: SackLossDetection,
 }
 
 impl Default for TcpConfig {
@@ -108,6 +138,7 @@ impl Default for TcpConfig {
             rto: ValidRtoConfig::default(),
             max_retries: 15,
             cc: CcConfig::default(),
+            loss_detection: SackLossDetection::Rack,
         }
     }
 }

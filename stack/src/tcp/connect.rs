@@ -233,6 +233,7 @@ impl<B: PacketBuf> Tcp<B> {
             snd_slices: self.cfg.snd_slices.max(1),
             cc: self.cfg.cc,
             max_retries: self.cfg.max_retries,
+            loss_detection: self.cfg.loss_detection,
             rtt,
         };
         if let Some((seg, srtt)) = peer {

@@ -337,6 +337,7 @@ impl<B: PacketBuf> Tcp<B> {
             snd_slices: self.cfg.snd_slices.max(1),
             cc: self.cfg.cc,
             max_retries: self.cfg.max_retries,
+            loss_detection: self.cfg.loss_detection,
             rtt: self.handshake_rtt(now, h.first_sent, h.retries > 0),
         };
         match self.conns.insert(Conn::new(p)) {

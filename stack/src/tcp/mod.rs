@@ -56,7 +56,8 @@
 //!    (zero-copy), [`Tcp::connect`], [`Tcp::shutdown`], [`Tcp::close`],
 //!    [`Tcp::set_nodelay`], [`Tcp::set_cork`];
 //! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, the
-//!    retransmission timer, SYN, SYN-ACK and FIN retransmission, TIME-WAIT);
+//!    retransmission timer, RACK's reordering timer and the tail loss probe, the persist
+//!    timer, SYN, SYN-ACK and FIN retransmission, TIME-WAIT);
 //! 5. [`Tcp::poll_tx`]: every retransmission and data segment the windows allow and every
 //!    ACK, SYN, SYN-ACK, FIN and RST due, built into buffers from the pool and appended to the caller's burst
 //!    (one `tx_burst`); a data segment carries the ACK its connection owed, so no pure
@@ -84,7 +85,7 @@ mod table;
 mod timer;
 
 pub use api::{ConnId, ConnInfo, Event, State, TcpError};
-pub use config::TcpConfig;
+pub use config::{SackLossDetection, TcpConfig};
 pub use connect::ConnectOpts;
 pub use stats::{DropReason, TcpStats};
 

@@ -231,9 +231,22 @@ impl<B: PacketBuf> Conn<B> {
         offload: bool,
     ) -> Result<Option<(B, Sent)>, ()> {
         let fin_pending = self.closing.fin_due && !self.closing.fin_sent;
-        // Retransmissions first (RFC 6675 §5 (C): NextSeg before new data), then new data.
-        let (seq, mut len, rtx) = match self.next_rtx() {
-            Some((seq, len)) => (seq, len, true),
+        // A tail loss probe the PTO chose (RFC 8985 §7.3) goes first: it is one segment,
+        // sent whatever cwnd and Nagle say (Linux `tcp_send_loss_probe`).
+        let tlp = match self.snd.tlp_due {
+            Some(p) => {
+                let t = self.tlp_segment(p);
+                if t.is_none() {
+                    // Nothing left to probe with; the RTO stays armed.
+                    self.snd.tlp_due = None;
+                }
+                t
+            }
+            None => None,
+        };
+        // Retransmissions next (RFC 6675 §5 (C): NextSeg before new data), then new data.
+        let (seq, mut len, rtx) = match tlp.or_else(|| self.next_rtx().map(|(s, l)| (s, l, true))) {
+            Some(t) => t,
             None => match self.snd.cut(fin_pending) {
                 Ok(n) => (self.snd.nxt, n, false),
                 Err(h) => {
@@ -292,7 +305,11 @@ impl<B: PacketBuf> Conn<B> {
             .tmpl
             .build_with_payload(pool, &f, &opt[..n], len as usize, fill, offload)
             .ok_or(())?;
-        self.data_sent(now, seq, len, rtx);
+        let probe = tlp.is_some();
+        if probe {
+            self.snd.tlp_due = None;
+        }
+        self.data_sent(now, seq, len, rtx, probe);
         let piggybacked = self.acks.settle() as u32 + u32::from(self.ack.scheduled());
         if blocks.is_empty() {
             // The D-SACK, if any, still waits for a frame that has room to report it.
@@ -311,6 +328,7 @@ impl<B: PacketBuf> Conn<B> {
                 len,
                 fin,
                 rtx,
+                probe,
                 piggybacked,
             },
         )))
@@ -323,12 +341,13 @@ pub(crate) enum Sent {
     /// A frame without data (ACK, FIN, RST), counted by reason in `AckStats`.
     Ack(AckReason),
     /// A data segment of `len` bytes; `fin`: our FIN rode on it; `rtx`: a
-    /// retransmission; `piggybacked`: the ACKs owed that it carried instead of frames of
-    /// their own.
+    /// retransmission; `probe`: a tail loss probe; `piggybacked`: the ACKs owed that it
+    /// carried instead of frames of their own.
     Data {
         len: u32,
         fin: bool,
         rtx: bool,
+        probe: bool,
         piggybacked: u32,
     },
     /// A zero-window probe.
@@ -388,8 +407,10 @@ impl<B: PacketBuf> Tcp<B> {
                                 len,
                                 fin,
                                 rtx,
+                                probe,
                                 piggybacked,
                             } => {
+                                self.ctx.stats.tlp_probes += u64::from(probe);
                                 if rtx {
                                     self.ctx.stats.retransmits += 1;
                                     self.ctx.stats.bytes_retransmitted += u64::from(len);

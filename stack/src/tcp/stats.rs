@@ -128,6 +128,17 @@ pub struct TcpStats {
     pub reneging: u64,
     /// Zero-window probes sent (RFC 9293 §3.8.6.1).
     pub window_probes: u64,
+    /// Tail loss probes sent (RFC 8985 §7.3), new data or a retransmission (then also
+    /// counted in `retransmits`).
+    pub tlp_probes: u64,
+    /// Probe timeouts that sent no probe (RFC 8985 §7.3: one still unacknowledged, no RTT
+    /// sample since the last, nothing to send, the tail SACKed).
+    pub tlp_skipped: u64,
+    /// Probes whose ACK showed they repaired a loss (RFC 8985 §7.4.2), a congestion
+    /// event.
+    pub tlp_loss_repaired: u64,
+    /// RACK reordering timer expiries (RFC 8985 §6.3).
+    pub rack_reorder_timeouts: u64,
     drops: [u64; DropReason::COUNT],
 }
 
@@ -177,6 +188,10 @@ impl TcpStats {
         self.sack_blocks_refused += o.sack_blocks_refused;
         self.reneging += o.reneging;
         self.window_probes += o.window_probes;
+        self.tlp_probes += o.tlp_probes;
+        self.tlp_skipped += o.tlp_skipped;
+        self.tlp_loss_repaired += o.tlp_loss_repaired;
+        self.rack_reorder_timeouts += o.rack_reorder_timeouts;
         for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
             *a += *b;
         }

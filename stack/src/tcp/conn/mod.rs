@@ -101,6 +101,7 @@ pub(crate) struct ConnParams {
     pub(crate) rtt: RttEstimator,
     pub(crate) cc: crate::tcp::cc::CcConfig,
     pub(crate) max_retries: u8,
+    pub(crate) loss_detection: crate::tcp::SackLossDetection,
 }
 
 /// One synchronized connection. Its state is grouped by job: the receive side
@@ -218,6 +219,7 @@ impl<B: PacketBuf> Conn<B> {
         snd.cc = crate::tcp::cc::Cc::new(&p.cc, snd_mss).ok();
         snd.sync_cwnd();
         snd.max_retries = p.max_retries;
+        snd.loss_detection = p.loss_detection;
         Conn {
             id: ConnId { slot: 0, gen: 0 },
             flow: p.flow,
@@ -321,8 +323,9 @@ impl<B: PacketBuf> Conn<B> {
                             return;
                         }
                     }
-                    SndTimer::Rto => {
-                        if self.rto_timeout(now, ctx).is_break() {
+                    // The outstanding data's: RTO, RACK reordering, tail loss probe.
+                    SndTimer::Rto | SndTimer::Rack | SndTimer::Tlp => {
+                        if self.xmit_timeout(now, ctx).is_break() {
                             return;
                         }
                     }

@@ -22,10 +22,26 @@
 //!
 //! Loss and congestion are the building blocks' (`stack::tcp::recovery`, `cc`, `rtt`),
 //! called here as their "Wiring" sections say: `Conn::sender_ack` from the ACK step,
-//! `Conn::rto_timeout` when the retransmission timer fires, `Conn::next_rtx` and
-//! `Conn::data_sent` from `output.rs` when a segment is built. Not wired: RACK-TLP (the
-//! connection runs recovery's SACK mode, RFC 6675's DupThresh, or NewReno). The persist
-//! timer is here (`Conn::persist_timeout`).
+//! `Conn::xmit_timeout` when the retransmission, RACK reordering or tail loss probe
+//! timer fires, `Conn::next_rtx`, `Conn::tlp_segment` and `Conn::data_sent` from
+//! `output.rs` when a segment is built. A SACK peer gets RACK-TLP (RFC 8985) or RFC
+//! 6675's DupThresh (`TcpConfig::loss_detection`), a peer without SACK NewReno. The
+//! persist timer is here (`Conn::persist_timeout`).
+//!
+//! # One timer, three deadlines for outstanding data
+//!
+//! Linux runs the RTO, the RACK reordering timer, the tail loss probe and the
+//! zero-window probe on one timer armed with one kind at a time (`icsk_pending`:
+//! ICSK_TIME_RETRANS, REO_TIMEOUT, LOSS_PROBE, PROBE0); when a reordering or probe
+//! timeout has taken it, `tcp_rearm_rto` recomputes the RTO from the oldest segment's
+//! send time (`tcp_rto_delta_us`). weir's send timer ([`Snd::timer`] and
+//! [`Snd::timer_kind`]) is that one timer, but the three deadlines of outstanding data
+//! are kept apart: `Snd::rto_at`, the reordering deadline in `Recovery`, and
+//! `Snd::pto_at`. [`Snd::arm_xmit`] arms the timer for the earliest of them after every
+//! change, with its kind; the others stay where they were, so none is lost, and a probe
+//! or a reordering timeout never moves the RTO (RFC 8985 §7.3: after a probe the RTO is
+//! re-armed, and it stays the last resort). The conn's wake-up deadline reads only
+//! `Snd::timer`, so the receive path pays nothing for the extra deadlines.
 
 use std::collections::VecDeque;
 
@@ -38,10 +54,10 @@ use crate::seq::SeqNumber;
 use crate::tcp::cc::AckSample;
 use crate::tcp::cc::{initial_window, Cc, CongestionControl};
 use crate::tcp::recovery::Recovery;
-use crate::tcp::recovery::{AckInput, LossDetection, NextSeg, Phase};
+use crate::tcp::recovery::{AckInput, NextSeg, Phase, Probe, TlpAck};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::rtt::WEIR_TS_TICK;
-use crate::tcp::DropReason;
+use crate::tcp::{DropReason, SackLossDetection};
 use crate::time::{Duration, Instant};
 use crate::wire::TcpFlags;
 
@@ -49,6 +65,12 @@ use crate::wire::TcpFlags;
 /// seconds"; weir takes 200 ms, Linux's `TCP_RTO_MIN` and the delayed-ACK ceiling, so a
 /// held runt never waits longer than a peer's delayed ACK would.
 pub(crate) const SWS_OVERRIDE: Duration = Duration::from_millis(200);
+
+/// The earliest a tail loss probe fires after it is armed. Linux `tcp_schedule_loss_probe`
+/// adds `TCP_TIMEOUT_MIN` (2 jiffies, 2 ms at HZ = 1000) to 2·SRTT, so that a sub-
+/// millisecond SRTT does not probe a flight whose ACKs are still on their way; weir
+/// takes it as a floor under RFC 8985 §7.2's PTO.
+pub(crate) const TLP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
 
 /// One buffer of the send queue.
 pub(crate) struct SndSlice<B> {
@@ -138,10 +160,21 @@ pub(crate) struct Snd<B> {
     pub(crate) cork: bool,
     /// A write found the queue full: `Event::Writable` is owed when space frees.
     pub(crate) writable_armed: bool,
-    /// The send side's timer and what it is for: at most one runs at a time (the SYN's
-    /// before the handshake completes, the SWS override's after).
+    /// The send side's timer and what it is for, as Linux's one retransmit timer and
+    /// `icsk_pending`: the SYN's before the handshake completes; after it the SWS
+    /// override or the persist timer while nothing is outstanding, and while data is
+    /// outstanding the earliest of `rto_at`, the RACK reordering deadline and `pto_at`
+    /// ([`Snd::arm_xmit`]; see the module documentation).
     pub(crate) timer: Option<Instant>,
     pub(crate) timer_kind: SndTimer,
+    /// RFC 6298's retransmission timer: runs while data is outstanding.
+    pub(crate) rto_at: Option<Instant>,
+    /// RFC 8985 §7.2's probe timeout (RACK mode).
+    pub(crate) pto_at: Option<Instant>,
+    /// The PTO fired and chose this probe; the next `poll_tx` builds it (RFC 8985 §7.3).
+    pub(crate) tlp_due: Option<Probe>,
+    /// Loss detection for a SACK peer (`TcpConfig::loss_detection`).
+    pub(crate) loss_detection: SackLossDetection,
     /// The SWS override timeout fired: the held runt may go.
     pub(crate) override_fired: bool,
     /// The RTT estimate and RTO (RFC 6298): the SYN's and the data's retransmission
@@ -182,6 +215,19 @@ pub(crate) enum SndTimer {
     /// RFC 9293 §3.8.6.1: the persist timer, running while the peer's window is zero,
     /// data waits and nothing is in flight (no ACK would bring a window update).
     Persist,
+    /// RFC 8985 §6.3: the RACK reordering timer (Linux ICSK_TIME_REO_TIMEOUT), the
+    /// earliest of the outstanding data's deadlines.
+    Rack,
+    /// RFC 8985 §7.2: the tail loss probe timeout (Linux ICSK_TIME_LOSS_PROBE), the
+    /// earliest of the outstanding data's deadlines.
+    Tlp,
+}
+
+impl SndTimer {
+    /// One of the outstanding data's timers ([`Snd::arm_xmit`]'s).
+    fn is_xmit(self) -> bool {
+        matches!(self, SndTimer::Rto | SndTimer::Rack | SndTimer::Tlp)
+    }
 }
 
 impl<B: PacketBuf> Snd<B> {
@@ -229,6 +275,10 @@ impl<B: PacketBuf> Snd<B> {
             writable_armed: false,
             timer: None,
             timer_kind: SndTimer::Override,
+            rto_at: None,
+            pto_at: None,
+            tlp_due: None,
+            loss_detection: SackLossDetection::default(),
             override_fired: false,
             rtt,
             rec: None,
@@ -567,6 +617,75 @@ impl<B: PacketBuf> Snd<B> {
         }
     }
 
+    /// Arms [`Snd::timer`] for the earliest of the outstanding data's deadlines, with its
+    /// kind: the RTO (`rto_at`), the RACK reordering timer (kept by `rec`) and the PTO
+    /// (`pto_at`); each stays where it is, so the one that fires next is always the
+    /// earliest and none is lost. At a tie the RTO goes first, as it ends the other two
+    /// (RFC 8985 §7.1: RTO recovery resets TLP; `Recovery::on_rto` drops the reordering
+    /// timer), then the reordering timer. With none of them the timer stops, unless it
+    /// runs for something else (the persist or SWS override timer, the SYN's).
+    pub(crate) fn arm_xmit(&mut self) {
+        let reo = self.rec.as_ref().and_then(|r| r.reorder_timer());
+        let mut next = self.rto_at.map(|t| (t, SndTimer::Rto));
+        for (at, kind) in [(reo, SndTimer::Rack), (self.pto_at, SndTimer::Tlp)] {
+            if let Some(t) = at {
+                if next.is_none_or(|(n, _)| t < n) {
+                    next = Some((t, kind));
+                }
+            }
+        }
+        match next {
+            Some((t, kind)) => {
+                self.timer = Some(t);
+                self.timer_kind = kind;
+            }
+            None if self.timer_kind.is_xmit() => self.timer = None,
+            None => {}
+        }
+    }
+
+    /// The PTO to arm at `now` (RFC 8985 §7.2, `Recovery::pto_deadline`: RACK mode,
+    /// data in flight, not in recovery; capped by the RTO), at least
+    /// [`TLP_TIMEOUT_MIN`] away. `None` while segments are SACKed (§7.2: "unless ...
+    /// segments have been SACKed (i.e., RACK.segs_sacked is not zero)": RACK has the
+    /// feedback a probe would get; Linux schedules no probe outside the Open and CWR
+    /// states, and SACKed segments mean Disorder). `None` as well when it would not come
+    /// before the RTO: a probe at the RTO's own deadline, which the probe does not move
+    /// (§7.3), would be followed at once by the RTO sending the same bytes again, so the
+    /// RTO alone is armed (with the 200 ms minimum RTO, a lone segment's PTO, 2·SRTT +
+    /// WCDelAckT, is mostly capped so).
+    fn pto_for(&self, now: Instant) -> Option<Instant> {
+        let r = self.rec.as_ref()?;
+        if r.queue().sacked_segs() > 0 {
+            return None;
+        }
+        let at = r
+            .pto_deadline(now, self.rtt.srtt(), self.rto_at)?
+            .max(now + TLP_TIMEOUT_MIN);
+        match self.rto_at {
+            Some(rto) if at >= rto => None,
+            _ => Some(at),
+        }
+    }
+
+    /// The length of the new segment a tail loss probe may send now (RFC 8985 §7.3: "a
+    /// previously unsent segment exists and the receive window allows"): up to the MSS
+    /// from SND.NXT, all of it inside the peer's window (Linux `tcp_send_loss_probe` ->
+    /// `tcp_write_xmit` with `push_one` = 2: neither cwnd nor Nagle hold it, the window
+    /// test does); 0 when there is none or the retransmission queue is full.
+    pub(crate) fn probe_len(&self) -> u32 {
+        let want = self.unsent().min(self.mss_now());
+        if want == 0 || self.rec.as_ref().is_some_and(|r| r.queue().is_full()) {
+            return 0;
+        }
+        let right = self.una + self.wnd as usize;
+        if right > self.nxt && (right - self.nxt) as u32 >= want {
+            want
+        } else {
+            0
+        }
+    }
+
     /// Copies `dst.len()` queued bytes starting at `seq` into `dst`; returns whether a
     /// write ends inside them (the segment gets PSH). `false` and nothing copied when
     /// they are not all queued (cannot happen for a cut from [`Snd::cut`]).
@@ -615,7 +734,25 @@ impl<B: PacketBuf> Snd<B> {
         self.q_bytes = 0;
         self.q_seq = self.end;
         self.cursor = (0, self.end);
+        self.rto_at = None;
+        self.pto_at = None;
+        self.tlp_due = None;
     }
+}
+
+/// When our TSval that `tsecr` echoes was stamped (for RACK's test of a retransmission's
+/// ACK, RFC 8985 §6.2 step 2), as the last instant of its tick, at most `now`: a
+/// transmission in that tick counts as the one echoed, which is Linux's comparison in
+/// ticks (`tcp_skb_spurious_retrans`: TSecr before the retransmission's stamp). `None`
+/// for an echo from the future.
+fn tsecr_instant(now: Instant, ts_now: u32, tsecr: u32) -> Option<Instant> {
+    let ago = ts_now.wrapping_sub(tsecr);
+    if ago > i32::MAX as u32 {
+        return None;
+    }
+    let tick = WEIR_TS_TICK.as_nanos();
+    let at = (now.as_nanos() / tick).checked_sub(u64::from(ago))?;
+    Some(Instant::from_nanos((at + 1) * tick - 1).min(now))
 }
 
 impl<B: PacketBuf> Conn<B> {
@@ -624,9 +761,11 @@ impl<B: PacketBuf> Conn<B> {
     /// (`Recovery::on_ack`: the cumulative ACK, the SACK blocks, duplicate ACKs, entering
     /// and leaving recovery), the RTT sample (the send time of the newest segment newly
     /// acknowledged and never retransmitted, else TSecr: RFC 6298 §3, RFC 7323 §4), then
-    /// congestion control (RFC 5681 §3, `cc`), and the retransmission timer restarted or
-    /// stopped (RFC 6298 §5.2-5.3). `wnd_changed`: the window field differs from the last
-    /// ACK's (RFC 5681 §2 (e): then it is no duplicate ACK).
+    /// congestion control (RFC 5681 §3, `cc`; a loss a tail loss probe repaired is a
+    /// congestion event, RFC 8985 §7.4.2), the retransmission timer restarted or stopped
+    /// (RFC 6298 §5.2-5.3), and with RACK the reordering timer and the PTO (RFC 8985
+    /// §6.3, §7.2). `wnd_changed`: the window field differs from the last ACK's (RFC 5681
+    /// §2 (e): then it is no duplicate ACK).
     pub(crate) fn sender_ack(
         &mut self,
         now: Instant,
@@ -651,13 +790,14 @@ impl<B: PacketBuf> Conn<B> {
             &[]
         };
         let f = seg.flags;
+        let ts = seg.opts.timestamp.filter(|_| self.rcv.ts_ok);
         let input = AckInput {
             ack,
             sack: blocks,
             dup_eligible: seg.payload.is_empty()
                 && !f.intersects(TcpFlags::SYN | TcpFlags::FIN)
                 && !wnd_changed,
-            tsecr: None,
+            tsecr: ts.and_then(|t| tsecr_instant(now, ts_now, t.tsecr)),
             srtt,
             min_rtt,
         };
@@ -680,13 +820,26 @@ impl<B: PacketBuf> Conn<B> {
             };
             if sample.is_err() {
                 if let Some(t) = seg.opts.timestamp {
-                    let _ = snd
+                    let s = snd
                         .rtt
                         .sample_from_tsecr(now, ts_now, t.tsecr, WEIR_TS_TICK, true);
+                    if s.is_ok() {
+                        // RFC 8985 §7.3 condition 2: an RTT sample since the last probe.
+                        r.on_rtt_sample();
+                    }
                 }
             }
         }
+        if o.tlp == TlpAck::LossRepaired {
+            ctx.stats.tlp_loss_repaired += 1;
+        }
         if let Some(cc) = snd.cc.as_mut() {
+            if o.tlp == TlpAck::LossRepaired && cc.on_congestion_event(now, flight) {
+                // RFC 8985 §7.4.2: the probe repaired a loss, which congestion control
+                // must hear of; Linux `tcp_process_tlp_ack` enters CWR and ends it at
+                // once (`tcp_init_cwnd_reduction`, `tcp_end_cwnd_reduction`).
+                cc.on_recovery_exit(now);
+            }
             if o.entered {
                 cc.on_congestion_event(now, flight);
             }
@@ -718,15 +871,31 @@ impl<B: PacketBuf> Conn<B> {
             snd.rtx_now = Some(seq);
         }
         let outstanding = snd.rec.as_ref().map_or(0, |r| r.queue().outstanding());
-        if snd.timer_kind == SndTimer::Rto {
-            if outstanding == 0 {
-                // RFC 6298 §5.2: all data acknowledged, the timer stops.
-                snd.timer = None;
-            } else if acked > 0 {
-                // §5.3: restart it for the rest.
-                snd.timer = Some(snd.rtt.deadline(now));
-            }
+        if outstanding == 0 {
+            // RFC 6298 §5.2: all data acknowledged, the timer stops; so does the PTO
+            // (RFC 8985 §7.2: nothing in flight).
+            snd.rto_at = None;
+            snd.pto_at = None;
+            snd.tlp_due = None;
+        } else if acked > 0 {
+            // §5.3: restart it for the rest.
+            snd.rto_at = Some(snd.rtt.deadline(now));
         }
+        if o.entered {
+            // RFC 8985 §7.1: fast recovery ends the probe episode; a probe not yet
+            // built is not sent.
+            snd.tlp_due = None;
+        }
+        if o.reorder_timer.is_some() {
+            // The reordering timer waits for a segment RACK will soon call lost: no probe
+            // meanwhile (Linux `tcp_rack_mark_lost` arms ICSK_TIME_REO_TIMEOUT in place of
+            // the probe and clears FLAG_SET_XMIT_TIMER).
+            snd.pto_at = None;
+        } else if acked > 0 || o.entered {
+            // RFC 8985 §7.2: an ACK of new data restarts the PTO (none in recovery).
+            snd.pto_at = snd.pto_for(now);
+        }
+        snd.arm_xmit();
         let lost = snd.rec.as_ref().is_some_and(|r| r.queue().lost_segs() > 0);
         if lost || snd.rtx_now.is_some() {
             self.mark_due(ctx);
@@ -739,9 +908,11 @@ impl<B: PacketBuf> Conn<B> {
     /// otherwise every outstanding segment is deemed lost (RFC 6675 §5.1), congestion
     /// control takes the loss window (RFC 5681 §3.1) and the first is retransmitted at
     /// the next `poll_tx`.
-    pub(crate) fn rto_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
+    fn rto_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
+        self.snd.rto_at = None;
         let outstanding = self.snd.rec.as_ref().map_or(0, |r| r.queue().outstanding());
         if outstanding == 0 {
+            self.snd.pto_at = None;
             return ControlFlow::Continue(());
         }
         self.snd.rtt.on_timeout();
@@ -760,10 +931,117 @@ impl<B: PacketBuf> Conn<B> {
         }
         self.snd.sync_cwnd();
         self.snd.rtx_now = None;
-        self.snd.timer = Some(self.snd.rtt.deadline(now));
-        self.snd.timer_kind = SndTimer::Rto;
+        // RFC 8985 §7.1: RTO recovery ends the probe episode (`on_rto` reset TLP and the
+        // reordering timer); RFC 6298 §5.6: the timer restarts with the backed-off RTO.
+        self.snd.pto_at = None;
+        self.snd.tlp_due = None;
+        self.snd.rto_at = Some(self.snd.rtt.deadline(now));
         self.mark_due(ctx);
         ControlFlow::Continue(())
+    }
+
+    /// The send timer fired for outstanding data (kind [`SndTimer::Rto`], `Rack` or
+    /// `Tlp`): whichever of the three deadlines is due is handled, the RTO before the
+    /// others (it supersedes them), and the timer is armed for what remains
+    /// ([`Snd::arm_xmit`]). `Break`: retries exhausted, the connection was reset.
+    pub(crate) fn xmit_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
+        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        let reo = self.snd.rec.as_ref().and_then(|r| r.reorder_timer());
+        if due(self.snd.rto_at) {
+            self.rto_timeout(now, ctx)?;
+        } else if due(reo) {
+            self.reorder_timeout(now, ctx);
+        } else if due(self.snd.pto_at) {
+            self.tlp_timeout(ctx);
+        }
+        self.snd.arm_xmit();
+        ControlFlow::Continue(())
+    }
+
+    /// The RACK reordering timer fired (RFC 8985 §6.3, Linux `tcp_rack_reo_timeout`):
+    /// RACK marks lost what has now waited out the reordering window, fast recovery
+    /// starts if it was not running (congestion control reduces, and the first lost
+    /// segment goes at once, as RFC 6675 §5 (4.3) does on entering), and the lost
+    /// segments are retransmitted as cwnd allows at the next `poll_tx`.
+    fn reorder_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) {
+        let flight = self.snd.pipe();
+        let snd = &mut self.snd;
+        let (srtt, min_rtt) = (snd.rtt.srtt(), snd.rtt.min_rtt().unwrap_or(Duration::ZERO));
+        let Some(r) = snd.rec.as_mut() else {
+            return;
+        };
+        let t = r.on_reorder_timeout(now, srtt, min_rtt);
+        ctx.stats.rack_reorder_timeouts += 1;
+        if t.entered {
+            ctx.stats.fast_recoveries += 1;
+            snd.tlp_due = None;
+            if let Some(NextSeg::Retransmit { seq, .. }) = r.next_seg(false) {
+                snd.rtx_now = Some(seq);
+            }
+            if let Some(cc) = snd.cc.as_mut() {
+                cc.on_congestion_event(now, flight);
+            }
+            snd.sync_cwnd();
+        }
+        if t.loss.lost > 0 {
+            self.mark_due(ctx);
+        }
+    }
+
+    /// The probe timeout fired (RFC 8985 §7.3, Linux `tcp_send_loss_probe`): TLP picks
+    /// the probe (one new segment if the send queue and the peer's window allow, else
+    /// the last segment sent; none while a probe is unacknowledged or before an RTT
+    /// sample since the last), which the next `poll_tx` builds
+    /// ([`Conn::tlp_segment`]). The PTO is not re-armed: the RTO is the last resort, at
+    /// the deadline it had.
+    fn tlp_timeout(&mut self, ctx: &mut Ctx<B>) {
+        self.snd.pto_at = None;
+        let new_data = self.snd.probe_len() > 0;
+        let Some(r) = self.snd.rec.as_ref() else {
+            return;
+        };
+        if r.queue().outstanding() == 0 {
+            return;
+        }
+        match r.on_pto(new_data) {
+            Probe::Skip(_) => ctx.stats.tlp_skipped += 1,
+            p => {
+                self.snd.tlp_due = Some(p);
+                self.mark_due(ctx);
+            }
+        }
+    }
+
+    /// The segment of the probe [`Conn::tlp_timeout`] chose, as `(seq, len, rtx)`: new
+    /// data ([`Snd::probe_len`] from SND.NXT), or, when that cannot go (the window or
+    /// the queue changed since), the last segment sent, at most its last MSS (split off
+    /// first: RFC 8985 §7.3, Linux `tcp_send_loss_probe`, which also falls back to the
+    /// last segment when new data cannot be sent). `None`: nothing to probe with (the
+    /// last segment is SACKed, or cannot be split).
+    pub(crate) fn tlp_segment(&mut self, p: Probe) -> Option<(SeqNumber, u32, bool)> {
+        let snd = &mut self.snd;
+        if p == Probe::NewData {
+            let n = snd.probe_len();
+            if n > 0 {
+                return Some((snd.nxt, n, false));
+            }
+        }
+        let mss = snd.mss_now();
+        let r = snd.rec.as_mut()?;
+        let last = *r.queue().last()?;
+        if last.sacked() {
+            return None;
+        }
+        let (mut seq, mut len) = (last.seq(), u32::try_from(last.seq_len()).ok()?);
+        if len > mss {
+            let at = last.seq() + (len - mss) as usize;
+            r.split(at).ok()?;
+            (seq, len) = (at, mss);
+        }
+        if len == 0 || seq + len as usize > snd.end {
+            return None;
+        }
+        Some((seq, len, true))
     }
 
     /// The retransmission to build now, if any: the one fast retransmit asked for at once,
@@ -793,9 +1071,19 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// A data segment `[seq, seq + len)` was built at `now`: new data goes into loss
-    /// detection (made now on the first one) and starts the retransmission timer if it is
-    /// not running (RFC 6298 §5.1); a retransmission is recorded as one.
-    pub(crate) fn data_sent(&mut self, now: Instant, seq: SeqNumber, len: u32, rtx: bool) {
+    /// detection (made now on the first one, in the mode the handshake and
+    /// `TcpConfig::loss_detection` chose) and starts the retransmission timer if it is
+    /// not running (RFC 6298 §5.1); a retransmission is recorded as one. New data that is
+    /// not a probe (re)starts the PTO (RFC 8985 §7.2); a probe (`probe`) is recorded as
+    /// TLP's (§7.3) and leaves the RTO where it was.
+    pub(crate) fn data_sent(
+        &mut self,
+        now: Instant,
+        seq: SeqNumber,
+        len: u32,
+        rtx: bool,
+        probe: bool,
+    ) {
         let snd = &mut self.snd;
         if rtx {
             if let Some(r) = snd.rec.as_mut() {
@@ -805,21 +1093,31 @@ impl<B: PacketBuf> Conn<B> {
                 snd.rtx_now = None;
             }
         } else {
-            let mode = if self.rcv.sack_ok {
-                LossDetection::Sack
-            } else {
-                LossDetection::NewReno
-            };
-            let r = snd
-                .rec
-                .get_or_insert_with(|| Box::new(Recovery::new(snd.max_slices, seq, snd.mss, mode)));
+            let mode = snd.loss_detection.mode(self.rcv.sack_ok);
+            let sampled = snd.rtt.srtt().is_some();
+            let r = snd.rec.get_or_insert_with(|| {
+                let mut r = Box::new(Recovery::new(snd.max_slices, seq, snd.mss, mode));
+                if sampled {
+                    // The handshake's RTT sample counts for RFC 8985 §7.3 condition 2.
+                    r.on_rtt_sample();
+                }
+                r
+            });
             let _ = r.on_send(seq, len, false, now);
             snd.sent(len);
         }
-        if snd.timer_kind != SndTimer::Rto || snd.timer.is_none() {
-            snd.timer = Some(snd.rtt.deadline(now));
-            snd.timer_kind = SndTimer::Rto;
+        if snd.rto_at.is_none() {
+            snd.rto_at = Some(snd.rtt.deadline(now));
         }
+        if probe {
+            if let Some(r) = snd.rec.as_mut() {
+                r.on_probe_sent(rtx);
+            }
+            snd.pto_at = None;
+        } else if !rtx {
+            snd.pto_at = snd.pto_for(now);
+        }
+        snd.arm_xmit();
         snd.max_flight = snd.max_flight.max(snd.pipe());
         snd.probes = 0;
     }
@@ -915,6 +1213,49 @@ mod tests {
                 Err(h) => return (v, h),
             }
         }
+    }
+
+    fn t(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    #[test]
+    fn arm_xmit_takes_the_earliest_deadline_and_keeps_the_others() {
+        let mut s = snd(64_000);
+        s.rto_at = Some(t(200));
+        s.pto_at = Some(t(40));
+        s.arm_xmit();
+        assert_eq!((s.timer, s.timer_kind), (Some(t(40)), SndTimer::Tlp));
+        // The PTO fired: the RTO is armed where it was, not later (RFC 8985 §7.3).
+        s.pto_at = None;
+        s.arm_xmit();
+        assert_eq!((s.timer, s.timer_kind), (Some(t(200)), SndTimer::Rto));
+        // A tie goes to the RTO.
+        s.pto_at = Some(t(200));
+        s.arm_xmit();
+        assert_eq!(s.timer_kind, SndTimer::Rto);
+        // Nothing outstanding: the timer stops; a persist timer is left alone.
+        s.rto_at = None;
+        s.pto_at = None;
+        s.arm_xmit();
+        assert_eq!(s.timer, None);
+        s.arm_persist(t(1));
+        s.arm_xmit();
+        assert_eq!(s.timer_kind, SndTimer::Persist);
+        assert!(s.timer.is_some());
+    }
+
+    #[test]
+    fn rfc8985_6_2_tsecr_is_the_end_of_its_tick() {
+        let now = Instant::from_nanos(10_500_000);
+        // Our clock reads 10 (ms, offset 0); an echo of 7 was stamped in [7 ms, 8 ms).
+        assert_eq!(
+            tsecr_instant(now, 10, 7),
+            Some(Instant::from_nanos(7_999_999))
+        );
+        assert_eq!(tsecr_instant(now, 10, 10), Some(now), "at most now");
+        assert_eq!(tsecr_instant(now, 10, 11), None, "from the future");
+        assert_eq!(tsecr_instant(now, 10, 11 + u32::MAX / 2), None);
     }
 
     #[test]
