@@ -46,6 +46,11 @@ struct Args {
     /// Connections at once; more are refused with a RST.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_conns: usize,
+    /// Send buffer per connection in bytes (a small one makes writes wait for
+    /// `Event::Writable` often).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
+          value_parser = clap::value_parser!(u32).range(4096..=1 << 30))]
+    snd_buf: u32,
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
@@ -209,6 +214,7 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     let mut link = net.link()?;
     let tcp = TcpConfig {
         max_conns: args.max_conns,
+        snd_buf: args.snd_buf,
         seed: net::random_seed(),
         ..TcpConfig::default()
     };

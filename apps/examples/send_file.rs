@@ -270,6 +270,7 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     let mut iterations = 0u64;
     let mut opened_at = None;
     let mut done_at = None;
+    let mut arp_requests = 0;
     let outcome = loop {
         let now = link.now();
         link.rx_burst(now, &mut rx);
@@ -291,6 +292,7 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         match &mut phase {
             Phase::Resolving(res) => {
                 if let Some(mac) = res.mac() {
+                    arp_requests = res.requests;
                     let m = mac.map(|b| format!("{b:02x}")).join(":");
                     println!(
                         "send_file: {peer} is at {m}; connecting to {}",
@@ -374,6 +376,8 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
             "send_sha256": sha,
             "send_complete": outcome.is_ok(),
             "send_blocked_writes": sender.blocked,
+            "arp_requests": arp_requests,
+            "peer_resolved": args.peer_mac.is_some() || arp_requests > 0,
             "bytes_received": sender.received,
             "duration_s": elapsed,
         });
