@@ -89,6 +89,7 @@ step "e2e: weir-sink receiving the kernel's TCP over net_tap (GRO on/off, IPv6)"
 step "e2e: operability: --pcap, --metrics, --config, logs" scripts/e2e/ops.sh
 step "e2e: loss, reordering, duplication, corruption from the impairment stage" scripts/e2e/faults.sh
 step "e2e: weir-gen sending to the kernel's TCP over net_tap" scripts/e2e/gen.sh
+step "e2e: weir sends: connect and send to the kernel, echo with the kernel (and through the impairment stage)" scripts/e2e/send.sh
 
 summary
 exit $failed

@@ -2,7 +2,8 @@
 //! receiver), [`gen`] (`weir-gen`), [`bench`](mod@bench) (`weir-bench`) and [`lab`] (`weir-lab`). The
 //! other modules are what they share: the command line and the EAL's ([`eal_args`],
 //! [`config`], [`logs`]), capture, metrics and reports, loop timing ([`busy`]) and progress
-//! bars. [`serve`] holds weir-serve's application protocols, sans-IO.
+//! bars; [`net`] is the DPDK set-up of the examples (apps/examples/) built on the stack's
+//! API. [`serve`] holds weir-serve's application protocols, sans-IO.
 
 pub mod bench;
 pub mod busy;
@@ -13,6 +14,7 @@ pub mod gen;
 pub mod lab;
 pub mod logs;
 pub mod metrics;
+pub mod net;
 pub mod progress;
 pub mod report;
 pub mod serve;

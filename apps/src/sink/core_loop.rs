@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use crossbeam_queue::ArrayQueue;
-use dpdk::{Clock, Mbuf, Mempool, PortRxQueue, PortTxQueue};
+use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
 use stack::driver::{Burst, RxQueue, TxQueue};
 use stack::impair::{ImpairConfig, Impairment};
 use stack::pipeline::{Pipeline, PipelineConfig};
@@ -17,6 +17,7 @@ use stack::time::Instant;
 
 use super::app::{ConnMap, SinkApp};
 use crate::busy::BusySpan;
+use crate::net::{copy_mbuf, corrupt_mbuf};
 use crate::report::DigestRecord;
 
 /// What a core hands back when it stops.
@@ -79,29 +80,6 @@ pub(crate) struct CoreCtx {
     pub(crate) closed: Arc<ArrayQueue<DigestRecord>>,
     /// The core's share of `--pcap`.
     pub(crate) capture: Option<crate::capture::CoreCapture>,
-}
-
-/// A copy of `m` from `pool` (the duplicate the impairment delivers), or `None` when the
-/// pool is empty. Its RX checksum verdicts are unknown: the stack verifies it itself.
-fn copy_mbuf(pool: Mempool, m: &Mbuf) -> Option<Mbuf> {
-    let mut c = pool.alloc_len(m.data().len())?;
-    c.data_mut().copy_from_slice(m.data());
-    c.set_port(m.port().unwrap_or(0));
-    Some(c)
-}
-
-/// Changes one byte past the Ethernet header (so IPv4's or TCP's checksum must catch it)
-/// and forgets the NIC's checksum verdicts, as a frame damaged on the wire would look to
-/// a NIC that did not check it.
-fn corrupt_mbuf(m: &mut Mbuf, r: u64) -> bool {
-    let d = m.data_mut();
-    if d.len() <= 14 {
-        return false;
-    }
-    let i = 14 + (r as usize) % (d.len() - 14);
-    d[i] ^= 1 + ((r >> 32) % 255) as u8;
-    m.clear_rx_checksum();
-    true
 }
 
 /// One core's loop: rx burst, `rx_handler` (weir-sink's is [`Stack`]), app, timers, one tx

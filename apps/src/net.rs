@@ -1,0 +1,563 @@
+//! The DPDK side of a program written on the stack's API (the examples in apps/examples/):
+//! the EAL with weir's embedded default (a net_tap vdev, `--no-pci`), one port with one
+//! queue and its mbuf pool ([`Net`]); a [`Link`] that receives and transmits bursts on it,
+//! through the impairment stage in both directions when asked (`--impair`); ARP
+//! resolution of the next hop for an active open ([`Resolver`]); and the `--stats-json`
+//! report ([`report_json`]).
+//!
+//! The program keeps the loop, so the stack's call order stays in sight where it is used
+//! (stack/src/tcp/mod.rs, "Call order"):
+//!
+//! ```text
+//! now = link.now(); link.rx_burst(now, &mut rx);
+//! p.handle_rx_burst(now, &mut rx);  events, recv/send/connect/close;
+//! p.handle_timeout(now);            events again;
+//! p.poll_tx(now, link.pool(), &mut tx); link.tx_burst(now, &mut tx);
+//! ```
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig, PortRxQueue, PortTxQueue, StashPool};
+use serde_json::{json, Value};
+use stack::ack::AckPolicy;
+use stack::buf::{BufPool, PacketBuf};
+use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::gro::GroConfig;
+use stack::impair::{ImpairConfig, ImpairStats, Impairment};
+use stack::pipeline::PipelineConfig;
+use stack::stats::Stats;
+use stack::tcp::TcpConfig;
+use stack::time::{Duration, Instant};
+use stack::wire::{arp, ethernet, LocalAddrs};
+
+use crate::eal_args;
+
+/// The options every program on [`Net`] takes (flatten them into its own).
+#[derive(clap::Args, Debug, Clone)]
+pub struct NetArgs {
+    /// weir's IPv4 address on the port.
+    #[arg(long = "ip", value_name = "ADDR", default_value = "198.18.0.1")]
+    pub ip: Ipv4Addr,
+    /// Name of the tap interface the embedded default creates (ignored with EAL options).
+    #[arg(long, value_name = "NAME", default_value = "weirtap0")]
+    pub tap_iface: String,
+    /// Mbufs in the pool (received frames, send buffers and every frame built).
+    #[arg(long, value_name = "N", default_value_t = 32_767,
+          value_parser = clap::value_parser!(u32).range(1024..))]
+    pub mbufs: u32,
+    /// Impair frames in both directions, received ones before the pipeline and sent ones
+    /// before the port, each direction with its own seeded stage, e.g.
+    /// `loss=1%,reorder=2%,dup=1%,seed=7` (weir-sink's --impair syntax).
+    #[arg(long, value_name = "SPEC", value_parser = parse_impair)]
+    pub impair: Option<(ImpairConfig, Option<u64>)>,
+    /// Write the counters as JSON to FILE on exit.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+}
+
+fn parse_impair(s: &str) -> std::result::Result<(ImpairConfig, Option<u64>), String> {
+    ImpairConfig::parse(s)
+}
+
+/// Parses `argv` in DPDK's usual form (`PROG [EAL options] -- [options]`, or the
+/// program's options alone for the embedded default) into `A`, printing a one-line error
+/// (exit status 2) or the help. Returns the options and the EAL arguments, if given.
+pub fn parse_args<A: Parser>(
+    prog: &str,
+    argv: Vec<String>,
+) -> Result<(A, Option<Vec<String>>), ExitCode> {
+    let split = eal_args::split(argv);
+    match A::try_parse_from(&split.app) {
+        Ok(a) => Ok((a, split.eal)),
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("{prog}: error: {first} (see {prog} --help)");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// A flag that SIGINT or SIGTERM sets (the loop checks it and stops cleanly).
+pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
+        .context("installing the SIGINT/SIGTERM handler")?;
+    Ok(stop)
+}
+
+/// The EAL, one started port with one queue pair, and its mbuf pool.
+pub struct Net {
+    port: Port,
+    pool: Mempool,
+    clock: Clock,
+    /// The port's MAC address.
+    pub mac: [u8; 6],
+    /// weir's IPv4 address ([`NetArgs::ip`]).
+    pub ip: Ipv4Addr,
+    /// The port computes TX checksums (the pipeline leaves them to it).
+    pub tx_csum: bool,
+    impair: Option<(ImpairConfig, Option<u64>)>,
+}
+
+impl Net {
+    /// Starts the EAL (`eal`, or the embedded default: net_tap `args.tap_iface`,
+    /// `--no-pci`, `--no-huge` without hugepages), the first port the EAL probed, and a
+    /// pool of `args.mbufs` mbufs for it.
+    pub fn open(prog: &str, eal: Option<Vec<String>>, args: &NetArgs) -> Result<Net> {
+        let eal_argv = eal.unwrap_or_else(|| eal_args::default_eal(prog, &args.tap_iface, 1));
+        let eal = Eal::init(&eal_argv).context("starting DPDK (EAL)")?;
+        let port_id = *eal.ports().first().ok_or_else(|| {
+            anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap)")
+        })?;
+        let pool = Mempool::new(&eal, "weir_net", args.mbufs, 256, 2048 + 128)
+            .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
+        let mut port = Port::configure(&eal, port_id, pool, &PortConfig::default())
+            .with_context(|| format!("configuring port {port_id}"))?;
+        port.start()
+            .with_context(|| format!("starting port {port_id}"))?;
+        let mac = port.mac()?;
+        // A frame the TX stage duplicates or holds must be complete before it is copied
+        // (a copy carries no offload request), so impaired transmits are checksummed in
+        // software by the stack.
+        let tx_csum = port.tx_csum_caps().ipv4_tcp() && args.impair.is_none();
+        Ok(Net {
+            port,
+            pool,
+            clock: Clock::new(&eal),
+            mac,
+            ip: args.ip,
+            tx_csum,
+            impair: args.impair,
+        })
+    }
+
+    /// A pipeline configuration for this port: its addresses, GRO on (defaults), `tcp`,
+    /// the ports to listen on with Linux's ACK policy.
+    pub fn pipeline_config(&self, tcp: TcpConfig, listen: &[u16]) -> PipelineConfig {
+        PipelineConfig {
+            local: LocalAddrs::new(self.mac, Some(self.ip), None),
+            gro: Some(GroConfig::default()),
+            tcp,
+            listen: listen.iter().map(|p| (*p, AckPolicy::linux())).collect(),
+            tx_csum_offload: self.tx_csum,
+        }
+    }
+
+    /// The port's queue pair, its transmit pool and the impairment stages.
+    pub fn link(&self) -> Result<Link> {
+        let stage = |dir: u64| {
+            self.impair
+                .map(|(cfg, seed)| Impairment::<Mbuf>::new(cfg, seed.unwrap_or(0x5eed) ^ dir))
+        };
+        Ok(Link {
+            rx: self.port.rx_queue(0)?,
+            tx: self.port.tx_queue(0)?,
+            pool: StashPool::new(self.pool.for_port(self.port.id())),
+            mempool: self.pool,
+            clock: self.clock,
+            impair_rx: stage(0),
+            impair_tx: stage(1),
+            tx_packets: 0,
+            tx_dropped: 0,
+        })
+    }
+
+    /// Mbufs of the pool in use now.
+    pub fn mbufs_in_use(&self) -> u64 {
+        self.pool.in_use() as u64
+    }
+
+    /// Closes the port (which returns the mbufs its RX ring held) after `link` is gone,
+    /// and returns the mbufs still in use: 0 unless something leaked. Drop everything
+    /// else that holds mbufs (the pipeline) first.
+    pub fn close(self, link: Link) -> Result<u64> {
+        drop(link);
+        self.port.close().context("closing the port")?;
+        Ok(self.pool.in_use() as u64)
+    }
+}
+
+/// One queue pair of the port, with an impairment stage on each direction when asked.
+pub struct Link {
+    rx: PortRxQueue,
+    tx: PortTxQueue,
+    pool: StashPool,
+    mempool: Mempool,
+    clock: Clock,
+    impair_rx: Option<Impairment<Mbuf>>,
+    impair_tx: Option<Impairment<Mbuf>>,
+    /// Frames the port took.
+    pub tx_packets: u64,
+    /// Frames the port refused (its ring full); freed.
+    pub tx_dropped: u64,
+}
+
+impl Link {
+    /// The clock's reading.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Where the pipeline builds its frames and `Tcp::send` copies data into.
+    pub fn pool(&mut self) -> &mut StashPool {
+        &mut self.pool
+    }
+
+    /// Receives a burst into `rx`: what the port has, through the receive stage (which
+    /// then hands on what is due at `now`). Returns the frames in `rx`.
+    pub fn rx_burst(&mut self, now: Instant, rx: &mut Burst<Mbuf>) -> usize {
+        self.rx.rx_burst(rx);
+        if let Some(imp) = self.impair_rx.as_mut() {
+            let pool = self.mempool;
+            for b in rx.drain(..) {
+                imp.push_with(now, b, |m| copy_mbuf(pool, m), corrupt_mbuf);
+            }
+            while !rx.is_full() {
+                match imp.pop_ready(now) {
+                    Some(b) => rx.push(b),
+                    None => break,
+                }
+            }
+        }
+        rx.len()
+    }
+
+    /// Transmits `out` through the transmit stage (which sends what is due at `now`:
+    /// call it every iteration, with an empty burst too), leaving `out` empty; frames the
+    /// port refuses are freed and counted in [`Link::tx_dropped`].
+    pub fn tx_burst(&mut self, now: Instant, out: &mut Burst<Mbuf>) {
+        if let Some(imp) = self.impair_tx.as_mut() {
+            let pool = self.mempool;
+            for mut b in out.drain(..) {
+                // The frame as it leaves the NIC, so a copy or a corruption sees it whole.
+                b.complete_tx_checksums();
+                imp.push_with(now, b, |m| copy_mbuf(pool, m), corrupt_mbuf);
+            }
+            while !out.is_full() {
+                match imp.pop_ready(now) {
+                    Some(b) => out.push(b),
+                    None => break,
+                }
+            }
+        }
+        if out.is_empty() {
+            return;
+        }
+        self.tx_packets += self.tx.tx_burst(out) as u64;
+        self.tx_dropped += out.len() as u64;
+        out.clear();
+    }
+
+    /// What the link did so far: the two impairment stages' counters (zeros without
+    /// `--impair`) and the transmit counts.
+    pub fn stats(&self) -> LinkStats {
+        let s = |i: &Option<Impairment<Mbuf>>| i.as_ref().map(|i| i.stats()).unwrap_or_default();
+        LinkStats {
+            impair_rx: s(&self.impair_rx),
+            impair_tx: s(&self.impair_tx),
+            tx_packets: self.tx_packets,
+            tx_dropped: self.tx_dropped,
+        }
+    }
+
+    /// Frames the transmit stage holds (delayed, not yet sent).
+    pub fn tx_held(&self) -> usize {
+        self.impair_tx.as_ref().map_or(0, |i| i.len())
+    }
+}
+
+/// A [`Link`]'s counters ([`Link::stats`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinkStats {
+    /// The receive stage's counters.
+    pub impair_rx: ImpairStats,
+    /// The transmit stage's counters.
+    pub impair_tx: ImpairStats,
+    /// Frames the port took.
+    pub tx_packets: u64,
+    /// Frames the port refused.
+    pub tx_dropped: u64,
+}
+
+/// A copy of `m` from `pool` (the duplicate the impairment delivers), or `None` when the
+/// pool is empty. Its RX checksum verdicts are unknown: the stack verifies it itself.
+pub fn copy_mbuf(pool: Mempool, m: &Mbuf) -> Option<Mbuf> {
+    let mut c = pool.alloc_len(m.data().len())?;
+    c.data_mut().copy_from_slice(m.data());
+    c.set_port(m.port().unwrap_or(0));
+    Some(c)
+}
+
+/// Changes one byte past the Ethernet header (so IPv4's or TCP's checksum must catch it)
+/// and forgets the NIC's checksum verdicts, as a frame damaged on the wire would look to
+/// a NIC that did not check it.
+pub fn corrupt_mbuf(m: &mut Mbuf, r: u64) -> bool {
+    let d = m.data_mut();
+    if d.len() <= 14 {
+        return false;
+    }
+    let i = 14 + (r as usize) % (d.len() - 14);
+    d[i] ^= 1 + ((r >> 32) % 255) as u8;
+    m.clear_rx_checksum();
+    true
+}
+
+/// How often an unanswered ARP request is repeated (Linux `retrans_time_ms`, 1 s, is
+/// for a table entry; an open waiting on it asks more often).
+pub const ARP_EVERY: Duration = Duration::from_millis(200);
+
+/// Resolves one IPv4 next hop's MAC address for an active open (the stack makes no ARP
+/// requests: RFC 826 "Packet generation"). Sans-IO: [`Resolver::poll_tx`] builds a
+/// broadcast request every [`ARP_EVERY`] until [`Resolver::handle_rx`] sees the reply;
+/// after `timeout` it gives up ([`Resolver::gave_up`]). The frames stay where they are
+/// for the pipeline (which answers the peer's own requests for our address).
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    mac: [u8; 6],
+    ip: Ipv4Addr,
+    target: Ipv4Addr,
+    found: Option<[u8; 6]>,
+    next: Option<Instant>,
+    deadline: Option<Instant>,
+    timeout: Duration,
+    /// Requests sent.
+    pub requests: u64,
+}
+
+impl Resolver {
+    /// Resolves `target` for a port with `mac` and `ip`, giving up `timeout` after the
+    /// first request.
+    pub fn new(mac: [u8; 6], ip: Ipv4Addr, target: Ipv4Addr, timeout: Duration) -> Self {
+        Resolver {
+            mac,
+            ip,
+            target,
+            found: None,
+            next: None,
+            deadline: None,
+            timeout,
+            requests: 0,
+        }
+    }
+
+    /// The target's MAC address, once a reply (or the target's own request, RFC 826's
+    /// merge) named it.
+    pub fn mac(&self) -> Option<[u8; 6]> {
+        self.found
+    }
+
+    /// `true` when `timeout` passed without an answer.
+    pub fn gave_up(&self, now: Instant) -> bool {
+        self.found.is_none() && self.deadline.is_some_and(|d| now >= d)
+    }
+
+    /// Looks at every frame of a received burst for an ARP packet from the target.
+    pub fn handle_rx<B: PacketBuf>(&mut self, rx: &[B]) {
+        if self.found.is_some() {
+            return;
+        }
+        for b in rx {
+            if let Some(mac) = self.sender_mac(b.data()) {
+                self.found = Some(mac);
+                return;
+            }
+        }
+    }
+
+    /// The sender's MAC when `frame` is an Ethernet/IPv4 ARP packet from the target.
+    fn sender_mac(&self, frame: &[u8]) -> Option<[u8; 6]> {
+        let eth = ethernet::Frame::new_checked(frame).ok()?;
+        if eth.ethertype() != ethernet::ethertype::ARP {
+            return None;
+        }
+        let p = arp::Packet::new_checked(eth.payload()).ok()?;
+        let r = arp::Repr::parse(&p).ok()?;
+        let ours = r.operation == arp::OP_REPLY || r.target_ip == self.ip;
+        (ours && r.sender_ip == self.target && !ethernet::is_group(&r.sender_mac))
+            .then_some(r.sender_mac)
+    }
+
+    /// Appends a request to `out` when one is due (the first at once). Returns whether it
+    /// did.
+    pub fn poll_tx<P: BufPool>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        out: &mut Burst<P::Buf>,
+    ) -> bool {
+        if self.found.is_some() || out.is_full() || self.next.is_some_and(|t| now < t) {
+            return false;
+        }
+        let Some(mut b) = pool.alloc(ethernet::MIN_FRAME_LEN) else {
+            return false;
+        };
+        let d = b.data_mut();
+        d.fill(0);
+        ethernet::emit_header(
+            d,
+            ethernet::BROADCAST,
+            self.mac,
+            None,
+            ethernet::ethertype::ARP,
+        );
+        let body = &mut d[ethernet::HEADER_LEN..ethernet::HEADER_LEN + arp::PACKET_LEN];
+        arp::Repr {
+            operation: arp::OP_REQUEST,
+            sender_mac: self.mac,
+            sender_ip: self.ip,
+            target_mac: [0; 6],
+            target_ip: self.target,
+        }
+        .emit(&mut arp::Packet::new_unchecked(body));
+        out.push(b);
+        self.requests += 1;
+        self.next = Some(now + ARP_EVERY);
+        self.deadline.get_or_insert(now + self.timeout);
+        true
+    }
+}
+
+/// The `--stats-json` object of a program on [`Net`]: weir-sink's counters
+/// ([`crate::report::stats_json`]) with the send side's, the transmit stage's
+/// (`impairment_tx`), the link's transmit counts and `extra`'s fields.
+pub fn report_json(s: &Stats, link: &LinkStats, mbufs_in_use_at_exit: u64, extra: Value) -> Value {
+    let mut s = s.clone();
+    let tx = link.impair_tx;
+    s.impair = link.impair_rx;
+    s.lp.tx_packets = link.tx_packets;
+    s.lp.tx_dropped = link.tx_dropped;
+    let mut v = crate::report::stats_json(&s);
+    let t = &s.tcp;
+    let more = json!({
+        "tcp_bytes_written": t.bytes_written,
+        "tcp_bytes_sent": t.bytes_sent,
+        "tcp_data_segments_sent": t.data_segments_sent,
+        "tcp_retransmits": t.retransmits,
+        "tcp_bytes_retransmitted": t.bytes_retransmitted,
+        "tcp_rto_timeouts": t.rto_timeouts,
+        "tcp_fast_recoveries": t.fast_recoveries,
+        "tcp_window_probes": t.window_probes,
+        "tcp_send_alloc_failures": t.send_alloc_failures,
+        "tcp_active_opens": t.active_opens,
+        "tcp_active_open_failures": t.active_open_failures,
+        "impairment_tx": {
+            "offered": tx.offered, "dropped": tx.dropped, "duplicated": tx.duplicated,
+            "reordered": tx.reordered, "corrupted": tx.corrupted, "overflow": tx.overflow,
+            "delivered": tx.delivered,
+        },
+        "mbufs_in_use_at_exit": mbufs_in_use_at_exit,
+    });
+    if let (Value::Object(m), Value::Object(a), Value::Object(b)) = (&mut v, more, extra) {
+        m.extend(a);
+        m.extend(b);
+    }
+    v
+}
+
+/// A seed for ISNs and SYN cookies from the OS's randomness (RFC 6528 wants them
+/// unpredictable).
+pub fn random_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    u64::from_le_bytes(b) ^ u64::from(std::process::id())
+}
+
+/// Writes `v` to `path` (pretty JSON and a newline).
+pub fn write_json(path: &std::path::Path, v: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(v)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use stack::mem::{VecBuf, VecPool};
+
+    const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const PEER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    const IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+    const PEER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+
+    fn arp_frame(op: u16, sender: ([u8; 6], Ipv4Addr), target_ip: Ipv4Addr) -> VecBuf {
+        let mut f = vec![0u8; ethernet::MIN_FRAME_LEN];
+        ethernet::emit_header(&mut f, MAC, sender.0, None, ethernet::ethertype::ARP);
+        arp::Repr {
+            operation: op,
+            sender_mac: sender.0,
+            sender_ip: sender.1,
+            target_mac: if op == arp::OP_REPLY { MAC } else { [0; 6] },
+            target_ip,
+        }
+        .emit(&mut arp::Packet::new_unchecked(
+            &mut f[ethernet::HEADER_LEN..],
+        ));
+        VecBuf::from_vec(f)
+    }
+
+    #[test]
+    fn resolver_sends_a_broadcast_request_rfc826_and_repeats_it() {
+        let mut r = Resolver::new(MAC, IP, PEER, Duration::from_secs(1));
+        let mut pool = VecPool::new(8, 2048);
+        let mut out: Burst<VecBuf> = Burst::new();
+        let t0 = Instant::from_nanos(1_000);
+        assert!(r.poll_tx(t0, &mut pool, &mut out));
+        assert!(!r.poll_tx(t0 + Duration::from_millis(100), &mut pool, &mut out));
+        let f = out[0].data();
+        let eth = ethernet::Frame::new_checked(f).unwrap();
+        assert_eq!(eth.dst_addr(), ethernet::BROADCAST);
+        assert_eq!(eth.src_addr(), MAC);
+        let p = arp::Packet::new_checked(eth.payload()).unwrap();
+        let q = arp::Repr::parse(&p).unwrap();
+        assert_eq!(q.operation, arp::OP_REQUEST);
+        assert_eq!((q.sender_mac, q.sender_ip, q.target_ip), (MAC, IP, PEER));
+        assert!(r.poll_tx(t0 + ARP_EVERY, &mut pool, &mut out));
+        assert_eq!(r.requests, 2);
+        assert!(!r.gave_up(t0 + Duration::from_millis(999)));
+        assert!(r.gave_up(t0 + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn resolver_learns_the_targets_mac_from_its_reply_only() {
+        let mut r = Resolver::new(MAC, IP, PEER, Duration::from_secs(1));
+        let other = Ipv4Addr::new(198, 18, 0, 9);
+        r.handle_rx(&[
+            arp_frame(arp::OP_REPLY, ([2, 0, 0, 0, 0, 9], other), IP),
+            // A request from the target for someone else names its MAC but is not ours.
+            arp_frame(arp::OP_REQUEST, (PEER_MAC, PEER), other),
+            // A group sender address is never learned.
+            arp_frame(arp::OP_REPLY, ([0x01, 0, 0x5e, 0, 0, 1], PEER), IP),
+        ]);
+        assert_eq!(r.mac(), None);
+        r.handle_rx(&[arp_frame(arp::OP_REPLY, (PEER_MAC, PEER), IP)]);
+        assert_eq!(r.mac(), Some(PEER_MAC));
+        let mut pool = VecPool::new(8, 2048);
+        let mut out: Burst<VecBuf> = Burst::new();
+        assert!(
+            !r.poll_tx(Instant::ZERO, &mut pool, &mut out),
+            "no request once resolved"
+        );
+        assert!(!r.gave_up(Instant::from_nanos(u64::MAX)));
+    }
+
+    #[test]
+    fn resolver_takes_the_targets_own_request_for_our_address() {
+        // RFC 826: the receiver of a request merges the sender's pair into its table.
+        let mut r = Resolver::new(MAC, IP, PEER, Duration::from_secs(1));
+        r.handle_rx(&[arp_frame(arp::OP_REQUEST, (PEER_MAC, PEER), IP)]);
+        assert_eq!(r.mac(), Some(PEER_MAC));
+    }
+}
