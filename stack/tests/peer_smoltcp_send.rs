@@ -1,0 +1,46 @@
+//! What smoltcp as weir's peer found in weir's send path, each scripted on the TCP
+//! fixture (`testkit::tcp`) and named after the rule it checks.
+
+use stack::ack::AckPolicy;
+
+/// RFC 9293 §3.10.7.4's window update, as Linux `tcp_may_update_window` refines it: a
+/// segment whose ACK moves SND.UNA updates the window even when its sequence number is
+/// below SND.WL1. The common case: the peer lost a segment, sent later ones (SND.WL1
+/// moves past the hole), and then retransmits into the hole with its current ACK and
+/// window. Taking that window only by SND.WL1 would leave SND.WND as it was, now counted
+/// from the new SND.UNA: a right edge the peer never offered (smoltcp seed 43 of
+/// `smoltcp_to_weir_echo` saw 1,436 bytes sent into a 308-byte window).
+#[test]
+fn an_ack_on_a_retransmission_into_a_hole_updates_the_window() {
+    use testkit::tcp::{Fixture, SynOpts};
+    let mut h = Fixture::listening(AckPolicy::linux());
+    h.window = 1024; // scaled by 7: 128 KiB
+    h.handshake(SynOpts::all());
+    let id = h.id();
+    let data = vec![7u8; 4 * 1448];
+    assert_eq!(h.tcp.send(h.now, id, &data, &mut h.pool), Ok(data.len()));
+    assert_eq!(h.tx().len(), 4);
+    let start = h.snd_nxt;
+    // The peer's segment at `start` is lost; the next one arrives (SND.WL1 moves to it).
+    h.data_at(start + 1000, 1000, 1000);
+    let _ = h.tx();
+    // The retransmission into the hole acknowledges all of weir's data and offers
+    // 1 << 7 = 128 bytes.
+    let una = h.tcp.info(id).expect("conn").snd_nxt;
+    h.our_nxt = una;
+    h.window = 1;
+    h.data_at(start, 1000, 1000);
+    assert_eq!(
+        h.tcp.info(id).expect("conn").snd_wnd,
+        128,
+        "the window taken"
+    );
+    let more = vec![8u8; 10_000];
+    assert!(h.tcp.send(h.now, id, &more, &mut h.pool).expect("send") > 0);
+    for m in h.tx() {
+        assert!(
+            m.seq + usize::from(m.payload_len) <= una + 128,
+            "{m:?} goes beyond the 128-byte window at {una:?}"
+        );
+    }
+}
