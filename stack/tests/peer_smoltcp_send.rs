@@ -2,6 +2,7 @@
 //! fixture (`testkit::tcp`) and named after the rule it checks.
 
 use stack::ack::AckPolicy;
+use stack::tcp::Event;
 
 /// RFC 9293 §3.10.7.4's window update, as Linux `tcp_may_update_window` refines it: a
 /// segment whose ACK moves SND.UNA updates the window even when its sequence number is
@@ -42,5 +43,63 @@ fn an_ack_on_a_retransmission_into_a_hole_updates_the_window() {
             m.seq + usize::from(m.payload_len) <= una + 128,
             "{m:?} goes beyond the 128-byte window at {una:?}"
         );
+    }
+}
+
+/// RFC 9293 §3.10.7.4, eighth step: "If the FIN bit is set, signal the user 'connection
+/// closing'", in every state that can receive it, FIN-WAIT-1 and FIN-WAIT-2 included. An
+/// application that half-closed (`shutdown`) still reads, and must learn where the
+/// peer's data ends (Linux: `read` returns 0): `Event::PeerClosed`, as in ESTABLISHED.
+/// (smoltcp seed 0 of `weir_sends_to_smoltcp`: weir read smoltcp's reply and never
+/// heard its FIN.)
+#[test]
+fn a_half_closed_connection_hears_the_peers_fin() {
+    use stack::seq::SeqNumber;
+    use stack::tcp::State;
+    use stack::wire::TcpFlags;
+    use testkit::tcp::{Fixture, SynOpts};
+    for fin_acked_first in [true, false] {
+        let mut h = Fixture::listening(AckPolicy::linux());
+        h.window = 1024;
+        h.handshake(SynOpts::all());
+        let id = h.id();
+        h.tcp.shutdown(h.now, id).expect("shutdown");
+        let out = h.tx();
+        assert!(
+            out.iter().any(|m| m.flags.contains(TcpFlags::FIN)),
+            "our FIN"
+        );
+        let fin_end: SeqNumber = h.tcp.info(id).expect("conn").snd_nxt;
+        if fin_acked_first {
+            h.ack_to(fin_end);
+            assert_eq!(h.tcp.info(id).expect("conn").state, State::FinWait2);
+        }
+        // The peer answers with data and its FIN (before our FIN reached it: CLOSING).
+        let mut s = h.seg(h.snd_nxt, TcpFlags::ACK | TcpFlags::FIN, 100, 100);
+        s.ack = if fin_acked_first {
+            fin_end
+        } else {
+            SeqNumber(fin_end.get().wrapping_sub(1))
+        };
+        h.snd_nxt += 101;
+        h.send(s);
+        let ev: Vec<Event> = h.tcp.events().collect();
+        assert!(ev.contains(&Event::Readable(id)), "{ev:?}");
+        assert!(
+            ev.contains(&Event::PeerClosed(id)),
+            "FIN in {} (FIN acked first: {fin_acked_first}): {ev:?}",
+            if fin_acked_first {
+                "FIN-WAIT-2"
+            } else {
+                "FIN-WAIT-1"
+            }
+        );
+        let want = if fin_acked_first {
+            State::TimeWait
+        } else {
+            State::Closing
+        };
+        assert_eq!(h.tcp.info(id).expect("conn").state, want);
+        assert_eq!(h.read_all().len(), 100);
     }
 }

@@ -39,15 +39,17 @@ impl<B: PacketBuf> Conn<B> {
         // on the application's FIN; a pure receiver has nothing to piggyback on).
         self.ack.ack_now(AckReason::Fin);
         match self.state {
-            State::Established => {
-                self.state = State::CloseWait;
-                if !self.closing.app_closed {
-                    ctx.event(Event::PeerClosed(self.id));
-                }
-            }
+            State::Established => self.state = State::CloseWait,
             State::FinWait1 => self.state = State::Closing,
             State::FinWait2 => self.enter_time_wait(now),
             _ => {}
+        }
+        // RFC 9293 §3.10.7.4 eighth: "signal the user 'connection closing'", in every
+        // state: an application that half-closed (`shutdown`) is still reading and learns
+        // here where the peer's data ends (Linux: `read` returns 0). One that closed
+        // reads no more and is not told.
+        if !self.closing.app_closed {
+            ctx.event(Event::PeerClosed(self.id));
         }
     }
 
