@@ -103,3 +103,55 @@ fn a_half_closed_connection_hears_the_peers_fin() {
         assert_eq!(h.read_all().len(), 100);
     }
 }
+
+/// RFC 9293 §3.8.6.2.2 (the receiver does not shrink its window; RFC 7323 §2.4 for a
+/// scaled one): no frame weir sends advertises a right edge left of one it already
+/// advertised. A duplicate ACK queued while the receive buffer was full carries a window
+/// of zero; if the application then reads and writes in the same iteration, the data
+/// segments carry the reopened window and leave first, and the queued duplicate ACK,
+/// built after them with a later SEG.SEQ, is what the peer's window update rule takes
+/// as newest (SND.WL1). With its window of zero, the peer would wait for an update
+/// that never comes (weir believes it advertised the open window): smoltcp, which has
+/// no persist timer, stalled for good on seed 52 of `smoltcp_to_weir_echo`.
+#[test]
+fn a_queued_duplicate_ack_does_not_shrink_the_window_data_reopened() {
+    use stack::tcp::TcpConfig;
+    use stack::wire::TcpFlags;
+    use testkit::tcp::{cfg, Fixture, SynOpts};
+    let mut h = Fixture::with_cfg(
+        TcpConfig {
+            rcv_buf: 4096,
+            ..cfg()
+        },
+        AckPolicy::linux(),
+    );
+    h.window = 60_000;
+    h.handshake(SynOpts {
+        wscale: None,
+        ..SynOpts::all()
+    });
+    let id = h.id();
+    let start = h.snd_nxt;
+    // The peer fills the window, and a segment of it arrives twice (a duplicate ACK is
+    // owed, with the window as it is: zero).
+    h.data(4096, 1448, true);
+    h.data_at(start, 1448, 1448);
+    // The application reads everything and answers.
+    assert_eq!(h.read_all().len(), 4096);
+    let answer = vec![1u8; 3000];
+    assert_eq!(h.tcp.send(h.now, id, &answer, &mut h.pool), Ok(3000));
+    let out = h.tx();
+    assert!(
+        out.iter().any(|m| m.payload_len > 0),
+        "the answer left: {out:?}"
+    );
+    let mut right = None;
+    for m in &out {
+        assert!(m.flags.contains(TcpFlags::ACK));
+        let edge = m.ack + usize::from(m.window);
+        if let Some(r) = right {
+            assert!(edge >= r, "{m:?} moves the right edge back from {r:?}");
+        }
+        right = Some(right.map_or(edge, |r: stack::seq::SeqNumber| r.max(edge)));
+    }
+}
