@@ -155,3 +155,39 @@ fn a_queued_duplicate_ack_does_not_shrink_the_window_data_reopened() {
         right = Some(right.map_or(edge, |r: stack::seq::SeqNumber| r.max(edge)));
     }
 }
+
+/// RFC 9293 §3.10.7.4 second step, TIME-WAIT: "If the RST bit is set, then enter the
+/// CLOSED state". A connection in TIME-WAIT has closed cleanly (both FINs acknowledged,
+/// every byte delivered), so the application hears `Event::Closed`, as at the end of 2
+/// MSL, not `Event::Reset`, which would tell it data may have been lost; Linux kills
+/// the TIME-WAIT socket without a word (`tcp_timewait_state_process`, `tcp_rfc1337` =
+/// 0). A duplicate of our last ACK reaching a peer that already closed draws exactly
+/// this RST (smoltcp seed 1 of `weir_sends_to_smoltcp`).
+#[test]
+fn a_rst_in_time_wait_ends_it_as_closed() {
+    use stack::tcp::State;
+    use stack::wire::TcpFlags;
+    use testkit::tcp::{Fixture, SynOpts};
+    let mut h = Fixture::listening(AckPolicy::linux());
+    h.window = 1024;
+    h.handshake(SynOpts::all());
+    let id = h.id();
+    h.tcp.close(h.now, id).expect("close");
+    let _ = h.tx();
+    let fin_end = h.tcp.info(id).expect("conn").snd_nxt;
+    h.our_nxt = fin_end;
+    let s = h.seg(h.snd_nxt, TcpFlags::ACK | TcpFlags::FIN, 0, 0);
+    h.snd_nxt += 1;
+    h.send(s);
+    assert_eq!(h.tcp.info(id).expect("conn").state, State::TimeWait);
+    let _ = h.tx();
+    let _ = h.tcp.events().count();
+    let rst = h.seg(h.snd_nxt, TcpFlags::RST, 0, 0);
+    h.send(rst);
+    let ev: Vec<Event> = h.tcp.events().collect();
+    assert_eq!(ev, vec![Event::Closed(id)]);
+    let st = h.tcp.stats();
+    assert_eq!((st.conns_closed, st.conns_reset), (1, 0));
+    assert_eq!(h.tcp.conn_count(), 0, "TIME-WAIT is over");
+    assert!(h.tx().is_empty(), "no answer to the RST");
+}

@@ -193,13 +193,18 @@ impl<B: PacketBuf> Conn<B> {
         }
         if let Some(t) = self.closing.tw_deadline {
             if t <= now {
-                self.closing.tw_deadline = None;
-                self.state = State::Closed;
-                ctx.stats.conns_closed += 1;
-                ctx.event(Event::Closed(self.id));
+                self.end_time_wait(ctx);
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// TIME-WAIT is over (2 MSL passed, or a RST ended it): CLOSED, cleanly.
+    pub(crate) fn end_time_wait(&mut self, ctx: &mut Ctx<B>) {
+        self.closing.tw_deadline = None;
+        self.state = State::Closed;
+        ctx.stats.conns_closed += 1;
+        ctx.event(Event::Closed(self.id));
     }
 
     /// `true` when the connection is gone and nothing more is owed.

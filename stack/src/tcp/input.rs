@@ -144,7 +144,16 @@ impl<B: PacketBuf> Conn<B> {
         }
         if seg.seq == self.rcv.nxt {
             ctx.stats.resets_received += 1;
-            self.reset(ctx, true);
+            if self.state == State::TimeWait {
+                // TIME-WAIT: "enter the CLOSED state". Both FINs were acknowledged, so
+                // the connection closed cleanly and ends as at the end of 2 MSL; Linux
+                // kills the TIME-WAIT socket quietly (`tcp_timewait_state_process` with
+                // `tcp_rfc1337` = 0). A late duplicate of our last ACK, reaching a peer
+                // that has already closed, draws exactly this RST.
+                self.end_time_wait(ctx);
+            } else {
+                self.reset(ctx, true);
+            }
         } else {
             ctx.stats.dropped(DropReason::RstInWindow);
             self.challenge(now, ctx);
