@@ -191,3 +191,59 @@ fn a_rst_in_time_wait_ends_it_as_closed() {
     assert_eq!(h.tcp.conn_count(), 0, "TIME-WAIT is over");
     assert!(h.tx().is_empty(), "no answer to the RST");
 }
+
+/// RFC 9293 §3.10.4 and §3.8.1: our FIN occupies the sequence number after the last data
+/// byte and is retransmitted as that data is, by the retransmission timer: a
+/// retransmission of the last data segment carries the FIN again (Linux keeps the FIN on
+/// the tail skb, `tcp_send_fin`, and `tcp_retransmit_skb` resends it with its data), and
+/// no FIN goes alone past a hole of unacknowledged data, where a receiver that keeps no
+/// out-of-order FIN (smoltcp) drops it. Seed 415 of `smoltcp_to_weir_echo`: the FIN went
+/// alone six times while its one data byte was lost, and the connection was reset when
+/// the FIN's own retries ran out.
+#[test]
+fn a_fin_is_retransmitted_with_the_data_before_it() {
+    use stack::wire::TcpFlags;
+    use testkit::tcp::{Fixture, SynOpts};
+    let mut h = Fixture::listening(AckPolicy::linux());
+    h.window = 1024;
+    h.handshake(SynOpts::all());
+    let id = h.id();
+    assert_eq!(h.tcp.send(h.now, id, &[9u8; 100], &mut h.pool), Ok(100));
+    h.tcp.close(h.now, id).expect("close");
+    let first = h.tx();
+    let [seg] = first[..] else {
+        panic!("data and FIN in one segment expected: {first:?}");
+    };
+    assert!(seg.flags.contains(TcpFlags::FIN) && seg.payload_len == 100);
+    // The segment is lost; nothing is acknowledged. Every retransmission of the data
+    // carries the FIN, and no FIN leaves alone.
+    let mut rtx = 0;
+    // Timer expiries (the FIN's own timer wakes too, and defers to the RTO).
+    for _ in 0..20 {
+        if rtx == 4 {
+            break;
+        }
+        let Some(t) = h.tcp.poll_timeout() else {
+            panic!("no timer with data and FIN outstanding");
+        };
+        h.now = h.now.max(t);
+        h.tcp.handle_timeout(h.now);
+        for m in h.tx() {
+            assert_eq!(
+                m.seq, seg.seq,
+                "{m:?}: a FIN alone past unacknowledged data"
+            );
+            assert_eq!(m.payload_len, 100, "{m:?}");
+            assert!(
+                m.flags.contains(TcpFlags::FIN),
+                "{m:?}: the FIN left behind"
+            );
+            rtx += 1;
+        }
+    }
+    assert_eq!(rtx, 4, "retransmissions");
+    assert!(
+        h.tcp.info(id).is_some(),
+        "the connection lives on its RTO retries"
+    );
+}

@@ -169,17 +169,24 @@ impl<B: PacketBuf> Conn<B> {
         }
     }
 
-    /// The first retransmission timeout of our FIN: a fixed 200 ms (weir keeps no RTT
-    /// estimate for its own segments yet); each retry doubles it.
+    /// The first retransmission timeout of our FIN: the connection's RTO without backoff
+    /// (RFC 6298 §2); each retry doubles it (§5.5).
     fn fin_rto(&self) -> Duration {
-        Duration::from_millis(200)
+        self.snd.rtt.base_rto()
     }
 
     /// The closing states' timers: our FIN is retransmitted with exponential backoff, or
     /// after `fin_retries` the connection is reset (`Break`); TIME-WAIT ends in CLOSED.
+    /// While data before the FIN is unacknowledged the FIN is not sent alone: the
+    /// retransmission timer resends that data with the FIN on its last segment
+    /// (`build_data`), and bounds the retries (`max_retries`). A FIN alone past the hole
+    /// would be lost on a receiver that keeps no out-of-order FIN, and its own retries
+    /// would run out while the data's have not.
     pub(crate) fn closing_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
         if let Some(t) = self.closing.fin_deadline {
-            if t <= now {
+            if t <= now && self.snd.una < self.snd.end {
+                self.closing.fin_deadline = Some(now + self.fin_rto());
+            } else if t <= now {
                 if self.closing.fin_tries >= self.closing.fin_retries {
                     ctx.stats.dropped(DropReason::FinRetriesExhausted);
                     self.abort(ctx);

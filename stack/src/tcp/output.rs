@@ -249,7 +249,8 @@ impl<B: PacketBuf> Conn<B> {
     ///
     /// PSH is set when a write ends inside the segment (RFC 9293 §3.9.1; Linux sets it on
     /// the last segment of each `sendmsg`, `tcp_push`). Our FIN rides the segment that
-    /// ends at the last queued byte once the application has shut down its side.
+    /// ends at the last queued byte once the application has shut down its side, and
+    /// every retransmission of it.
     fn build_data<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
@@ -294,7 +295,17 @@ impl<B: PacketBuf> Conn<B> {
         } else if !rtx {
             len = len.min(room);
         }
-        let fin = !rtx && fin_pending && seq + len as usize == self.snd.end;
+        // Our FIN rides the segment that ends at the last queued byte: the first time
+        // once the application has shut its side, and again on every retransmission of
+        // that segment (RFC 9293 §3.10.4: the FIN follows the data, and is retransmitted
+        // as it is; Linux keeps the FIN on the tail skb, which `tcp_retransmit_skb`
+        // resends whole).
+        let fin = seq + len as usize == self.snd.end
+            && if rtx {
+                self.closing.fin_sent
+            } else {
+                fin_pending
+            };
         let mut flags = TcpFlags::ACK;
         if fin {
             flags |= TcpFlags::FIN;
