@@ -247,3 +247,49 @@ fn a_fin_is_retransmitted_with_the_data_before_it() {
         "the connection lives on its RTO retries"
     );
 }
+
+/// TCP_CORK's ceiling (Linux tcp(7): "there is a 200 millisecond ceiling on the time for
+/// which output is corked"; the mechanism is `tcp_write_xmit` arming the probe timer
+/// when it holds data with nothing in flight, and `tcp_write_wakeup` then sending what
+/// the window takes, cork or not): a corked runt with nothing in flight, which no ACK
+/// will come to release, leaves after the override timeout, as a runt the window cuts
+/// short does (RFC 1122 §4.2.3.4). Seed 17 of `weir_sends_to_smoltcp_heavy`: smoltcp's
+/// window update was lost, the 594 bytes it had offered were less than a full segment,
+/// the application waited for `Event::Writable` before it would uncork, and nothing
+/// ever moved again.
+#[test]
+fn a_corked_runt_with_nothing_in_flight_is_not_held_forever() {
+    use testkit::tcp::{Fixture, SynOpts};
+    let mut h = Fixture::listening(AckPolicy::linux());
+    h.window = 60_000;
+    h.handshake(SynOpts {
+        wscale: None,
+        ..SynOpts::all()
+    });
+    let id = h.id();
+    h.tcp.set_cork(id, true).expect("cork");
+    assert_eq!(h.tcp.send(h.now, id, &[1u8; 1448], &mut h.pool), Ok(1448));
+    assert_eq!(h.tx().len(), 1, "a full segment goes, corked or not");
+    // The peer acknowledges it and offers 500 bytes: less than a full segment.
+    let una = h.tcp.info(id).expect("conn").snd_nxt;
+    h.window = 500;
+    h.ack_to(una);
+    assert_eq!(h.tcp.send(h.now, id, &[2u8; 3000], &mut h.pool), Ok(3000));
+    assert!(h.tx().is_empty(), "corked: the runt waits");
+    let mut sent = Vec::new();
+    for _ in 0..10 {
+        let Some(t) = h.tcp.poll_timeout() else {
+            break;
+        };
+        h.now = h.now.max(t);
+        h.tcp.handle_timeout(h.now);
+        sent = h.tx();
+        if !sent.is_empty() {
+            break;
+        }
+    }
+    let [m] = sent[..] else {
+        panic!("one segment expected once the ceiling passed, got {sent:?}");
+    };
+    assert_eq!((m.seq, m.payload_len), (una, 500), "what the window takes");
+}

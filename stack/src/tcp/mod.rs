@@ -337,8 +337,10 @@ impl<B: PacketBuf> Tcp<B> {
     }
 
     /// `TCP_CORK`: with `on`, segments smaller than the MSS wait until a full one can be
-    /// cut or the cork is removed (then they leave at the next [`Tcp::poll_tx`]). A FIN
-    /// after the data is never held. Off by default.
+    /// cut or the cork is removed (then they leave at the next [`Tcp::poll_tx`]), or, with
+    /// nothing in flight to bring an ACK, for at most the 200 ms SWS override timeout (as
+    /// Linux's cork has a 200 ms ceiling). A FIN after the data is never held. Off by
+    /// default.
     pub fn set_cork(&mut self, id: ConnId, on: bool) -> Result<(), TcpError> {
         let c = self
             .conns

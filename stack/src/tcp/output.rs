@@ -238,7 +238,8 @@ impl<B: PacketBuf> Conn<B> {
     /// The next data segment (Linux `tcp_write_xmit` for one segment): as much as
     /// [`Snd::cut`](super::conn::Snd) allows, from SND.NXT, with the current ACK number,
     /// window and TSecr. `Ok(None)` when the send side holds (the SWS override timer is
-    /// armed when a runt is held with nothing in flight: no ACK would release it).
+    /// armed when a runt is held, by SWS avoidance or the cork, with nothing in flight:
+    /// no ACK would release it).
     ///
     /// SACK blocks: only when an ACK is owed (queued or delayed) and the receive side has
     /// blocks to report; the payload is cut by their length (`tcp_current_mss` counts
@@ -265,7 +266,7 @@ impl<B: PacketBuf> Conn<B> {
                 Ok(n) => (self.snd.nxt, n, false),
                 Err(h) => {
                     match h {
-                        Hold::Sws if self.snd.nxt == self.snd.una => {
+                        Hold::Sws | Hold::Cork if self.snd.nxt == self.snd.una => {
                             self.snd.arm_override(now);
                         }
                         Hold::Cwnd => self.snd.cwnd_limited = true,
