@@ -3,6 +3,7 @@
 
 use stack::ack::AckPolicy;
 use stack::tcp::Event;
+use stack::time::Duration;
 
 /// RFC 9293 §3.10.7.4's window update, as Linux `tcp_may_update_window` refines it: a
 /// segment whose ACK moves SND.UNA updates the window even when its sequence number is
@@ -292,4 +293,55 @@ fn a_corked_runt_with_nothing_in_flight_is_not_held_forever() {
         panic!("one segment expected once the ceiling passed, got {sent:?}");
     };
     assert_eq!((m.seq, m.payload_len), (una, 500), "what the window takes");
+}
+
+/// Every resource bounded: a connection the application closed, whose FIN the peer
+/// acknowledged, waits in FIN-WAIT-2 for the peer's FIN at most `TcpConfig::time_wait`,
+/// then is gone (Linux `tcp_fin_timeout`, 60 s as TIME-WAIT, for an orphaned FIN-WAIT-2:
+/// `tcp_close` arms it). A peer that never closes, or whose FIN is never retransmitted
+/// (smoltcp's LAST-ACK idles its timer on an ACK that is not for its FIN), would
+/// otherwise hold the entry for good. A half-closed connection (`shutdown`, not
+/// `close`) still waits: its application reads on and decides.
+#[test]
+fn an_orphaned_fin_wait_2_is_bounded() {
+    use stack::tcp::State;
+    use testkit::tcp::{Fixture, SynOpts};
+    for close_first in [true, false] {
+        let mut h = Fixture::listening(AckPolicy::linux());
+        h.window = 1024;
+        h.handshake(SynOpts::all());
+        let id = h.id();
+        if close_first {
+            h.tcp.close(h.now, id).expect("close");
+        } else {
+            h.tcp.shutdown(h.now, id).expect("shutdown");
+        }
+        let _ = h.tx();
+        let fin_end = h.tcp.info(id).expect("conn").snd_nxt;
+        h.ack_to(fin_end);
+        assert_eq!(h.tcp.info(id).expect("conn").state, State::FinWait2);
+        if !close_first {
+            // Half-closed: it waits as long as its application wants. Then it closes.
+            h.advance(Duration::from_secs(120));
+            assert!(h.tcp.info(id).is_some(), "a half-closed connection waits");
+            h.tcp.close(h.now, id).expect("close");
+        }
+        let _ = h.tcp.events().count();
+        let limit = h.now + Duration::from_secs(60);
+        let mut ev = Vec::new();
+        while ev.is_empty() {
+            // Earlier timers (the delayed ACK's, the FIN's) may wake first.
+            let t = h.tcp.poll_timeout().expect("a timer bounds FIN-WAIT-2");
+            assert!(
+                t <= limit,
+                "FIN-WAIT-2 outlasts time_wait (close first: {close_first})"
+            );
+            h.now = h.now.max(t);
+            h.tcp.handle_timeout(h.now);
+            ev = h.tcp.events().collect();
+        }
+        assert_eq!(ev, vec![Event::Closed(id)], "close first: {close_first}");
+        assert_eq!(h.tcp.conn_count(), 0);
+        assert!(h.tx().is_empty(), "gone without a word");
+    }
 }

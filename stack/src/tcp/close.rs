@@ -70,9 +70,26 @@ impl<B: PacketBuf> Conn<B> {
                 ctx.stats.conns_closed += 1;
                 ctx.event(Event::Closed(self.id));
             }
-            State::FinWait1 => self.state = State::FinWait2,
+            State::FinWait1 => {
+                self.state = State::FinWait2;
+                self.orphan_deadline(now);
+            }
             State::Closing => self.enter_time_wait(now),
             _ => {}
+        }
+    }
+
+    /// FIN-WAIT-2 of a connection the application closed (not half-closed: that one's
+    /// application still reads and decides) waits for the peer's FIN at most
+    /// `time_wait`, then ends as TIME-WAIT does (Linux `tcp_fin_timeout`, 60 s as
+    /// TIME-WAIT's length, for an orphaned FIN-WAIT-2): a peer that never closes must not
+    /// hold the entry for good. The peer's FIN restarts the clock as TIME-WAIT.
+    fn orphan_deadline(&mut self, now: Instant) {
+        if self.state == State::FinWait2
+            && self.closing.app_closed
+            && self.closing.tw_deadline.is_none()
+        {
+            self.closing.tw_deadline = Some(now + self.closing.time_wait);
         }
     }
 
@@ -109,7 +126,7 @@ impl<B: PacketBuf> Conn<B> {
 
     /// The application closes (RFC 9293 §3.10.4): FIN after the queued data, or RST if
     /// unread data is dropped (RFC 2525 §2.17, as Linux `tcp_close` does).
-    pub(crate) fn close(&mut self, ctx: &mut Ctx<B>) {
+    pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         if self.closing.app_closed {
             return;
         }
@@ -134,6 +151,11 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         self.shutdown(ctx);
+        if self.state == State::FinWait2 {
+            // Half-closed before, and our FIN is already acknowledged.
+            self.orphan_deadline(now);
+            self.after_input(ctx);
+        }
     }
 
     /// The application will write no more (RFC 9293 §3.10.4 CLOSE for the sending
@@ -206,7 +228,8 @@ impl<B: PacketBuf> Conn<B> {
         ControlFlow::Continue(())
     }
 
-    /// TIME-WAIT is over (2 MSL passed, or a RST ended it): CLOSED, cleanly.
+    /// TIME-WAIT is over (2 MSL passed, or a RST ended it), or an orphaned FIN-WAIT-2's
+    /// wait (`orphan_deadline`): CLOSED, cleanly.
     pub(crate) fn end_time_wait(&mut self, ctx: &mut Ctx<B>) {
         self.closing.tw_deadline = None;
         self.state = State::Closed;
