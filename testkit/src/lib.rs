@@ -7,7 +7,8 @@
 //! - [`client`]: a scripted TCP client against a [`harness::Sim`];
 //! - [`harness`]: the fuzz harnesses with their invariants (`fuzz/` runs them under
 //!   libFuzzer, `stack/tests/fuzz_regressions.rs` replays their kept inputs);
-//! - [`tcp`]: the TCP fixture of the state tests and the TCP benchmarks.
+//! - [`tcp`]: the TCP fixture of the state tests and the TCP benchmarks;
+//! - [`smol`]: smoltcp as the peer, in process, through the impairment stage.
 //!
 //! Used by stack's integration tests (a dev-dependency: stack's own unit tests cannot use
 //! it, since that would be a second copy of stack's types), `benches`, `weir-bench tcp`
@@ -23,4 +24,5 @@ pub mod client;
 pub mod corpus;
 pub mod frames;
 pub mod harness;
+pub mod smol;
 pub mod tcp;

@@ -39,15 +39,17 @@ impl<B: PacketBuf> Conn<B> {
         // on the application's FIN; a pure receiver has nothing to piggyback on).
         self.ack.ack_now(AckReason::Fin);
         match self.state {
-            State::Established => {
-                self.state = State::CloseWait;
-                if !self.closing.app_closed {
-                    ctx.event(Event::PeerClosed(self.id));
-                }
-            }
+            State::Established => self.state = State::CloseWait,
             State::FinWait1 => self.state = State::Closing,
             State::FinWait2 => self.enter_time_wait(now),
             _ => {}
+        }
+        // RFC 9293 §3.10.7.4 eighth: "signal the user 'connection closing'", in every
+        // state: an application that half-closed (`shutdown`) is still reading and learns
+        // here where the peer's data ends (Linux: `read` returns 0). One that closed
+        // reads no more and is not told.
+        if !self.closing.app_closed {
+            ctx.event(Event::PeerClosed(self.id));
         }
     }
 
@@ -68,9 +70,26 @@ impl<B: PacketBuf> Conn<B> {
                 ctx.stats.conns_closed += 1;
                 ctx.event(Event::Closed(self.id));
             }
-            State::FinWait1 => self.state = State::FinWait2,
+            State::FinWait1 => {
+                self.state = State::FinWait2;
+                self.orphan_deadline(now);
+            }
             State::Closing => self.enter_time_wait(now),
             _ => {}
+        }
+    }
+
+    /// FIN-WAIT-2 of a connection the application closed (not half-closed: that one's
+    /// application still reads and decides) waits for the peer's FIN at most
+    /// `time_wait`, then ends as TIME-WAIT does (Linux `tcp_fin_timeout`, 60 s as
+    /// TIME-WAIT's length, for an orphaned FIN-WAIT-2): a peer that never closes must not
+    /// hold the entry for good. The peer's FIN restarts the clock as TIME-WAIT.
+    fn orphan_deadline(&mut self, now: Instant) {
+        if self.state == State::FinWait2
+            && self.closing.app_closed
+            && self.closing.tw_deadline.is_none()
+        {
+            self.closing.tw_deadline = Some(now + self.closing.time_wait);
         }
     }
 
@@ -107,7 +126,7 @@ impl<B: PacketBuf> Conn<B> {
 
     /// The application closes (RFC 9293 §3.10.4): FIN after the queued data, or RST if
     /// unread data is dropped (RFC 2525 §2.17, as Linux `tcp_close` does).
-    pub(crate) fn close(&mut self, ctx: &mut Ctx<B>) {
+    pub(crate) fn close(&mut self, now: Instant, ctx: &mut Ctx<B>) {
         if self.closing.app_closed {
             return;
         }
@@ -132,6 +151,11 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         self.shutdown(ctx);
+        if self.state == State::FinWait2 {
+            // Half-closed before, and our FIN is already acknowledged.
+            self.orphan_deadline(now);
+            self.after_input(ctx);
+        }
     }
 
     /// The application will write no more (RFC 9293 §3.10.4 CLOSE for the sending
@@ -167,17 +191,24 @@ impl<B: PacketBuf> Conn<B> {
         }
     }
 
-    /// The first retransmission timeout of our FIN: a fixed 200 ms (weir keeps no RTT
-    /// estimate for its own segments yet); each retry doubles it.
+    /// The first retransmission timeout of our FIN: the connection's RTO without backoff
+    /// (RFC 6298 §2); each retry doubles it (§5.5).
     fn fin_rto(&self) -> Duration {
-        Duration::from_millis(200)
+        self.snd.rtt.base_rto()
     }
 
     /// The closing states' timers: our FIN is retransmitted with exponential backoff, or
     /// after `fin_retries` the connection is reset (`Break`); TIME-WAIT ends in CLOSED.
+    /// While data before the FIN is unacknowledged the FIN is not sent alone: the
+    /// retransmission timer resends that data with the FIN on its last segment
+    /// (`build_data`), and bounds the retries (`max_retries`). A FIN alone past the hole
+    /// would be lost on a receiver that keeps no out-of-order FIN, and its own retries
+    /// would run out while the data's have not.
     pub(crate) fn closing_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
         if let Some(t) = self.closing.fin_deadline {
-            if t <= now {
+            if t <= now && self.snd.una < self.snd.end {
+                self.closing.fin_deadline = Some(now + self.fin_rto());
+            } else if t <= now {
                 if self.closing.fin_tries >= self.closing.fin_retries {
                     ctx.stats.dropped(DropReason::FinRetriesExhausted);
                     self.abort(ctx);
@@ -191,13 +222,19 @@ impl<B: PacketBuf> Conn<B> {
         }
         if let Some(t) = self.closing.tw_deadline {
             if t <= now {
-                self.closing.tw_deadline = None;
-                self.state = State::Closed;
-                ctx.stats.conns_closed += 1;
-                ctx.event(Event::Closed(self.id));
+                self.end_time_wait(ctx);
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// TIME-WAIT is over (2 MSL passed, or a RST ended it), or an orphaned FIN-WAIT-2's
+    /// wait (`orphan_deadline`): CLOSED, cleanly.
+    pub(crate) fn end_time_wait(&mut self, ctx: &mut Ctx<B>) {
+        self.closing.tw_deadline = None;
+        self.state = State::Closed;
+        ctx.stats.conns_closed += 1;
+        ctx.event(Event::Closed(self.id));
     }
 
     /// `true` when the connection is gone and nothing more is owed.

@@ -69,7 +69,9 @@ pub struct TcpConfig {
     pub synack_retries: u8,
     /// FIN retransmissions before the connection is reset.
     pub fin_retries: u8,
-    /// TIME-WAIT duration after an active close (2 MSL; Linux uses 60 s).
+    /// TIME-WAIT duration after an active close (2 MSL; Linux uses 60 s). It also bounds
+    /// how long a connection the application closed waits in FIN-WAIT-2 for the peer's
+    /// FIN (Linux `tcp_fin_timeout`, also 60 s).
     pub time_wait: Duration,
     /// Challenge ACKs per second per core (RFC 5961 §7; Linux `tcp_challenge_ack_limit`).
     pub challenge_ack_limit: u32,

@@ -144,7 +144,16 @@ impl<B: PacketBuf> Conn<B> {
         }
         if seg.seq == self.rcv.nxt {
             ctx.stats.resets_received += 1;
-            self.reset(ctx, true);
+            if self.state == State::TimeWait {
+                // TIME-WAIT: "enter the CLOSED state". Both FINs were acknowledged, so
+                // the connection closed cleanly and ends as at the end of 2 MSL; Linux
+                // kills the TIME-WAIT socket quietly (`tcp_timewait_state_process` with
+                // `tcp_rfc1337` = 0). A late duplicate of our last ACK, reaching a peer
+                // that has already closed, draws exactly this RST.
+                self.end_time_wait(ctx);
+            } else {
+                self.reset(ctx, true);
+            }
         } else {
             ctx.stats.dropped(DropReason::RstInWindow);
             self.challenge(now, ctx);
@@ -192,9 +201,15 @@ impl<B: PacketBuf> Conn<B> {
         // The window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
         // updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)),
         // set SND.WND <- SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."
-        // The window may shrink here; `Snd::cut` never sends beyond SND.UNA + SND.WND.
-        if seg.ack >= self.snd.una
-            && (self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= seg.ack))
+        // And, as Linux `tcp_may_update_window` does, whenever SEG.ACK moves SND.UNA: the
+        // peer's retransmission into a hole has a SEG.SEQ below SND.WL1 (its later
+        // segments moved it) but carries its current ACK and window; keeping the old
+        // SND.WND, now counted from the new SND.UNA, would be a right edge the peer never
+        // offered. The window may shrink here; `Snd::cut` never sends beyond SND.UNA +
+        // SND.WND.
+        if seg.ack > self.snd.una
+            || (seg.ack == self.snd.una
+                && (self.snd.wl1 < seg.seq || (self.snd.wl1 == seg.seq && self.snd.wl2 <= seg.ack)))
         {
             self.snd.wnd = wnd_scaled;
             self.snd.wl1 = seg.seq;

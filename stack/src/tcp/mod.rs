@@ -234,14 +234,14 @@ impl<B: PacketBuf> Tcp<B> {
     /// The application closes the connection: FIN after the data already written
     /// (LAST-ACK after the peer's FIN, FIN-WAIT-1 before it), or RST if unread data would
     /// be lost. Queued data is still sent and retransmitted; the handle stays valid until
-    /// `Event::Closed` or `Event::Reset`.
+    /// `Event::Closed` or `Event::Reset`. Once our FIN is acknowledged, the peer's FIN is
+    /// awaited (FIN-WAIT-2) for at most [`TcpConfig::time_wait`].
     pub fn close(&mut self, now: Instant, id: ConnId) -> Result<(), TcpError> {
-        let _ = now;
         let c = self
             .conns
             .get_gen_mut(id.slot, id.gen)
             .ok_or(TcpError::UnknownConnection)?;
-        c.close(&mut self.ctx);
+        c.close(now, &mut self.ctx);
         Ok(())
     }
 
@@ -338,8 +338,10 @@ impl<B: PacketBuf> Tcp<B> {
     }
 
     /// `TCP_CORK`: with `on`, segments smaller than the MSS wait until a full one can be
-    /// cut or the cork is removed (then they leave at the next [`Tcp::poll_tx`]). A FIN
-    /// after the data is never held. Off by default.
+    /// cut or the cork is removed (then they leave at the next [`Tcp::poll_tx`]), or, with
+    /// nothing in flight to bring an ACK, for at most the 200 ms SWS override timeout (as
+    /// Linux's cork has a 200 ms ceiling). A FIN after the data is never held. Off by
+    /// default.
     pub fn set_cork(&mut self, id: ConnId, on: bool) -> Result<(), TcpError> {
         let c = self
             .conns

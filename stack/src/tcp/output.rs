@@ -110,17 +110,18 @@ impl<B: PacketBuf> Conn<B> {
             // Field by field, not a copy of the whole snapshot: one queued moments ago
             // (by `consume`, just before `poll_tx`) may still be in the store buffer,
             // and a wide load over its narrow stores would wait for them to drain.
-            let (ack, reason) = (snap.ack, snap.reason);
+            let (ack, reason, window, tsecr) = (snap.ack, snap.reason, snap.window, snap.tsecr);
             let mut opt = [0u8; 36];
             let n = sack_option(snap.sack_blocks(), &mut opt);
+            let window = self.queued_ack_window(ack, window);
             let f = TcpFields {
                 seq: self.snd.nxt,
                 ack,
                 flags: TcpFlags::ACK,
-                window: snap.window,
+                window,
                 ts: Timestamp {
                     tsval: self.ts_now(now),
-                    tsecr: snap.tsecr,
+                    tsecr,
                 },
             };
             let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
@@ -156,6 +157,31 @@ impl<B: PacketBuf> Conn<B> {
         self.fin_sent(now);
         self.ack_went_out();
         Ok(Some((b, Sent::Ack(AckReason::Fin))))
+    }
+
+    /// The window field of a queued ACK built now, for its ACK number `ack`: the right
+    /// edge as advertised so far (`Recv::right`), never left of it (RFC 9293 §3.8.6.2.2
+    /// and RFC 7323 §2.4: the window is not shrunk). The snapshot's own `window` was
+    /// taken at the decision; data segments built since (data leaves ahead of the
+    /// duplicate ACKs still queued, see `AckQueue::settle`) may have advertised a right
+    /// edge further on, and this frame, with a later SEG.SEQ than theirs, is the one
+    /// the peer's window update takes as newest (its SND.WL1 check). The old window
+    /// there would shrink the peer's view of ours, to zero after a full buffer was read,
+    /// with no update to follow: weir believes it advertised the open window.
+    fn queued_ack_window(&mut self, ack: SeqNumber, window: u16) -> u16 {
+        let ws = u32::from(self.rcv.wscale);
+        let edge = if self.rcv.right > ack {
+            (self.rcv.right - ack) as u32
+        } else {
+            0
+        };
+        // Rounded up, as `select_window` does, so the edge is never left of `right`.
+        let field = edge.div_ceil(1 << ws).min(65535);
+        let adv = ack + (field << ws) as usize;
+        if adv > self.rcv.right {
+            self.rcv.right = adv;
+        }
+        (field as u16).max(window)
     }
 
     /// A zero-window probe (RFC 9293 §3.8.6.1), as Linux `tcp_xmit_probe_skb` builds it:
@@ -212,7 +238,8 @@ impl<B: PacketBuf> Conn<B> {
     /// The next data segment (Linux `tcp_write_xmit` for one segment): as much as
     /// [`Snd::cut`](super::conn::Snd) allows, from SND.NXT, with the current ACK number,
     /// window and TSecr. `Ok(None)` when the send side holds (the SWS override timer is
-    /// armed when a runt is held with nothing in flight: no ACK would release it).
+    /// armed when a runt is held, by SWS avoidance or the cork, with nothing in flight:
+    /// no ACK would release it).
     ///
     /// SACK blocks: only when an ACK is owed (queued or delayed) and the receive side has
     /// blocks to report; the payload is cut by their length (`tcp_current_mss` counts
@@ -223,7 +250,8 @@ impl<B: PacketBuf> Conn<B> {
     ///
     /// PSH is set when a write ends inside the segment (RFC 9293 §3.9.1; Linux sets it on
     /// the last segment of each `sendmsg`, `tcp_push`). Our FIN rides the segment that
-    /// ends at the last queued byte once the application has shut down its side.
+    /// ends at the last queued byte once the application has shut down its side, and
+    /// every retransmission of it.
     fn build_data<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
@@ -251,7 +279,7 @@ impl<B: PacketBuf> Conn<B> {
                 Ok(n) => (self.snd.nxt, n, false),
                 Err(h) => {
                     match h {
-                        Hold::Sws if self.snd.nxt == self.snd.una => {
+                        Hold::Sws | Hold::Cork if self.snd.nxt == self.snd.una => {
                             self.snd.arm_override(now);
                         }
                         Hold::Cwnd => self.snd.cwnd_limited = true,
@@ -281,7 +309,17 @@ impl<B: PacketBuf> Conn<B> {
         } else if !rtx {
             len = len.min(room);
         }
-        let fin = !rtx && fin_pending && seq + len as usize == self.snd.end;
+        // Our FIN rides the segment that ends at the last queued byte: the first time
+        // once the application has shut its side, and again on every retransmission of
+        // that segment (RFC 9293 §3.10.4: the FIN follows the data, and is retransmitted
+        // as it is; Linux keeps the FIN on the tail skb, which `tcp_retransmit_skb`
+        // resends whole).
+        let fin = seq + len as usize == self.snd.end
+            && if rtx {
+                self.closing.fin_sent
+            } else {
+                fin_pending
+            };
         let mut flags = TcpFlags::ACK;
         if fin {
             flags |= TcpFlags::FIN;

@@ -549,7 +549,10 @@ impl<B: PacketBuf> Snd<B> {
         if fin && last {
             return Ok(len);
         }
-        if self.cork {
+        // The cork holds a runt, but not past the override timeout while nothing is in
+        // flight: no ACK would come to release it (Linux tcp(7): TCP_CORK's 200 ms
+        // ceiling; `tcp_write_wakeup` sends what the window takes, cork or not).
+        if self.cork && !self.override_fired {
             return Err(Hold::Cork);
         }
         // RFC 9293 §3.7.4 / RFC 896 (the bracketed conditions of §3.8.6.2.1 (2), (3)):
