@@ -298,8 +298,9 @@ impl<B: PacketBuf> Tcp<B> {
     /// stays in `slices`, in order, for a later call (after [`Event::Writable`]). Returns
     /// the bytes taken. The buffers are freed once the peer has acknowledged their last
     /// byte. Segmentation as for [`Tcp::send`]; a buffer may be any frame-sized
-    /// [`PacketBuf`], including one the application received (an echo server hands its
-    /// received slices straight back).
+    /// [`PacketBuf`] the application owns. (Received slices are only lent by
+    /// [`Tcp::recv`], so an echo server cannot hand them back yet: a `recv` that gives
+    /// the consumed buffers away is the missing piece.)
     pub fn send_bufs(
         &mut self,
         now: Instant,
