@@ -760,6 +760,12 @@ impl<B: PacketBuf> Conn<B> {
         }
         self.snd.sync_cwnd();
         self.snd.rtx_now = None;
+        if self.snd.wnd == 0 {
+            // The peer shut its window with data outstanding: no retransmission fits
+            // (`next_rtx`), so this expiry probes the window (RFC 9293 §3.8.6.1) with the
+            // zero-window probe, SEG.SEQ = SND.UNA - 1, which the peer must answer.
+            self.snd.probe_due = true;
+        }
         self.snd.timer = Some(self.snd.rtt.deadline(now));
         self.snd.timer_kind = SndTimer::Rto;
         self.mark_due(ctx);
@@ -768,9 +774,11 @@ impl<B: PacketBuf> Conn<B> {
 
     /// The retransmission to build now, if any: the one fast retransmit asked for at once,
     /// else what `Recovery::next_seg` picks (lost and not yet retransmitted, or RFC 6675
-    /// NextSeg in fast recovery) while the congestion window has room for it.
-    pub(crate) fn next_rtx(&self) -> Option<(SeqNumber, u32)> {
-        let r = self.snd.rec.as_ref()?;
+    /// NextSeg in fast recovery) while the congestion window has room for it, and only
+    /// the part of it inside the peer's window (split off in the queue).
+    pub(crate) fn next_rtx(&mut self) -> Option<(SeqNumber, u32)> {
+        let right = self.snd.una + self.snd.wnd as usize;
+        let r = self.snd.rec.as_mut()?;
         // NextSeg walks the queue: only when something is lost, a fast retransmit is
         // owed, or fast recovery runs (RFC 6675 NextSeg rule 3), not per segment of a
         // loss-free transfer.
@@ -785,11 +793,27 @@ impl<B: PacketBuf> Conn<B> {
         if len == 0 || seq + len as usize > self.snd.end {
             return None;
         }
-        let forced = self.snd.rtx_now == Some(seq);
-        if !forced && self.snd.cwnd.saturating_sub(self.snd.pipe()) < len {
+        // RFC 9293 §3.8.6.2.1: nothing beyond SND.UNA + SND.WND, retransmissions included
+        // (a window the peer shrank, or shut, after the segment first went). As Linux
+        // `__tcp_retransmit_skb`, a segment is cut to the window and one that starts
+        // beyond it waits; on a zero window the RTO sends a window probe instead
+        // (`rto_timeout`).
+        if seq >= right {
             return None;
         }
-        Some((seq, len))
+        let fit = len.min((right - seq) as u32);
+        let forced = self.snd.rtx_now == Some(seq);
+        let pipe = u32::try_from(r.pipe()).unwrap_or(u32::MAX);
+        if !forced && self.snd.cwnd.saturating_sub(pipe) < fit {
+            return None;
+        }
+        if fit < len {
+            // The queue segment is split so the part sent is a segment of its own (its
+            // retransmission recorded, the rest still lost); when the queue is full the
+            // retransmission waits for an ACK to free a slot.
+            r.split(seq + fit as usize).ok()?;
+        }
+        Some((seq, fit))
     }
 
     /// A data segment `[seq, seq + len)` was built at `now`: new data goes into loss
