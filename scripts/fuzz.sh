@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target in fuzz/ (cargo-fuzz, libFuzzer) for SECONDS each.
 #
-#   scripts/fuzz.sh SECONDS [TARGET...]      (targets: parse pipeline; default both)
+#   scripts/fuzz.sh SECONDS [TARGET...]      (targets: parse pipeline send; default all)
 #
 # Prints the executions per target, exits non-zero if any target crashed, and copies each
 # crashing input to fuzz/regressions/<target>/, where `cargo test` (stack/tests/
@@ -24,7 +24,7 @@ fi
 secs=$1
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(parse pipeline)
+[ ${#targets[@]} -eq 0 ] && targets=(parse pipeline send)
 
 if ! command -v cargo >/dev/null 2>&1 && [ -f "${HOME:-/root}/.cargo/env" ]; then
   # shellcheck disable=SC1091

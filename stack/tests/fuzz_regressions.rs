@@ -1,7 +1,8 @@
 //! Replays the fuzz inputs kept in `fuzz/regressions/<target>/` (inputs that once found a
 //! bug) and `fuzz/seeds/<target>/` (the seed corpus) through the same invariant-checking
-//! harness the fuzz targets run (`testkit::harness`), plus a seeded random sweep, so a
-//! normal `cargo test` covers them without a fuzzer. See `scripts/fuzz.sh`.
+//! harness the fuzz targets run (`testkit::harness` for `parse` and `pipeline`,
+//! `testkit::send_harness` for `send`), plus seeded random sweeps, so a normal `cargo
+//! test` covers them without a fuzzer. See `scripts/fuzz.sh`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use testkit::harness;
+use testkit::{harness, send_harness};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
@@ -77,6 +78,155 @@ fn seeded_random_inputs() {
         }
         harness::pipeline(&data);
     }
+}
+
+#[test]
+fn send_inputs_replay() {
+    let n = replay("send", |d| {
+        send_harness::send(d);
+    });
+    eprintln!("send: {n} inputs");
+}
+
+/// Random bytes through the send harness: `n` inputs from `seed`, each 64..4096 bytes.
+/// Returns the totals of what they did, so a sweep that stopped exercising the send path
+/// (every input rejected early, say) fails instead of passing vacuously.
+fn send_sweep(seed: u64, n: usize) -> send_harness::SendSummary {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut tot = send_harness::SendSummary::default();
+    for i in 0..n {
+        let len = rng.gen_range(64..4096);
+        let mut data = vec![0u8; len];
+        rng.fill(&mut data[..]);
+        let r = std::panic::catch_unwind(|| send_harness::send(&data));
+        let s = match r {
+            Ok(s) => s,
+            Err(e) => {
+                let dir = std::env::temp_dir().join("weir-send-sweep");
+                std::fs::create_dir_all(&dir).unwrap();
+                let f = dir.join(format!("seed{seed:x}-input{i}"));
+                std::fs::write(&f, &data).unwrap();
+                std::panic::resume_unwind(Box::new(format!(
+                    "send harness input {i} of seed {seed:#x} failed (saved to {}): {:?}",
+                    f.display(),
+                    e.downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| e.downcast_ref::<&str>().copied())
+                )));
+            }
+        };
+        tot.conns += s.conns;
+        tot.written += s.written;
+        tot.delivered += s.delivered;
+        tot.data_frames += s.data_frames;
+        tot.retransmits += s.retransmits;
+        tot.rto_timeouts += s.rto_timeouts;
+        tot.window_probes += s.window_probes;
+        tot.resets += s.resets;
+        tot.peer_resets += s.peer_resets;
+        tot.gave_up += s.gave_up;
+        tot.completed += s.completed;
+        tot.peer_segments += s.peer_segments;
+    }
+    tot
+}
+
+/// Replays one file through the send harness: `WEIR_SEND_INPUT=path cargo test -p stack
+/// --test fuzz_regressions send_one -- --nocapture` (prints what the run did).
+#[test]
+fn send_one() {
+    let Ok(p) = std::env::var("WEIR_SEND_INPUT") else {
+        return;
+    };
+    let s = send_harness::send(&std::fs::read(p).unwrap());
+    eprintln!("{s:?}");
+}
+
+/// A seeded random sweep over the send harness (its fallback when no fuzzer runs).
+#[test]
+fn send_seeded_random_inputs() {
+    let tot = send_sweep(0x7365_6e64, 5000);
+    eprintln!("send sweep: {tot:?}");
+    assert!(
+        tot.written > 0 && tot.data_frames > 0,
+        "the sweep sent nothing: {tot:?}"
+    );
+    assert!(
+        tot.peer_segments > 0,
+        "the sweep's peers sent nothing: {tot:?}"
+    );
+    assert!(
+        tot.retransmits > 0,
+        "the sweep never retransmitted: {tot:?}"
+    );
+}
+
+/// The long sweep, in release: `cargo test --release -p stack --test fuzz_regressions
+/// send_long_sweep -- --ignored --nocapture` (`WEIR_SEND_SWEEP=n` inputs, default 100,000).
+#[test]
+#[ignore = "long: run by hand in release with --ignored"]
+fn send_long_sweep() {
+    let n = std::env::var("WEIR_SEND_SWEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let seed = std::env::var("WEIR_SEND_SEED")
+        .ok()
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0x6c6f_6e67);
+    let tot = send_sweep(seed, n);
+    eprintln!("send long sweep ({n} inputs, seed {seed:#x}): {tot:?}");
+}
+
+/// What a send-harness run exercised, as bits (for picking seeds).
+fn send_features(s: &send_harness::SendSummary) -> u32 {
+    [
+        s.retransmits > 0,
+        s.retransmits > 50,
+        s.rto_timeouts > 0,
+        s.rto_timeouts > 20,
+        s.window_probes > 0,
+        s.gave_up > 0,
+        s.peer_resets > 0,
+        s.conns >= 2,
+        s.conns == 3,
+        s.written > 16 * 1024,
+        s.written > 64 * 1024,
+        s.data_frames > 100,
+        s.data_frames > 1000,
+        s.completed == s.conns,
+        s.peer_segments > 1000,
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, b)| u32::from(*b) << i)
+    .sum()
+}
+
+/// Writes the `send` seed corpus to `fuzz/seeds/send/`: inputs of a seeded sweep, each
+/// kept for something the earlier ones did not exercise (retransmissions, RTO expiries,
+/// window probes, weir giving up, a peer's RST, several connections, long streams):
+/// `cargo test -p stack --test fuzz_regressions write_send_seeds -- --ignored`.
+#[test]
+#[ignore = "writes the fuzz seed corpus; run by hand with --ignored"]
+fn write_send_seeds() {
+    let dir = fuzz_dir().join("seeds/send");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = SmallRng::seed_from_u64(0x7365_6564);
+    let mut seen = 0u32;
+    let mut kept = 0;
+    for _ in 0..20_000 {
+        let len = rng.gen_range(256..4096);
+        let mut data = vec![0u8; len];
+        rng.fill(&mut data[..]);
+        let f = send_features(&send_harness::send(&data));
+        if f & !seen != 0 {
+            seen |= f;
+            std::fs::write(dir.join(format!("sweep-{kept:02}")), &data).unwrap();
+            kept += 1;
+        }
+    }
+    eprintln!("send seeds: {kept} kept, features {seen:#b}");
 }
 
 /// Corpus report: `WEIR_FUZZ_REPORT=dir cargo test --test fuzz_regressions report -- --nocapture`.

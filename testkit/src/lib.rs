@@ -7,6 +7,8 @@
 //! - [`client`]: a scripted TCP client against a [`harness::Sim`];
 //! - [`harness`]: the fuzz harnesses with their invariants (`fuzz/` runs them under
 //!   libFuzzer, `stack/tests/fuzz_regressions.rs` replays their kept inputs);
+//! - [`send_harness`]: the send-half fuzz harness (a hostile peer decides every ACK,
+//!   SACK block and window weir sees while it sends known streams);
 //! - [`tcp`]: the TCP fixture of the state tests and the TCP benchmarks;
 //! - [`smol`]: smoltcp as the peer, in process, through the impairment stage.
 //!
@@ -24,5 +26,6 @@ pub mod client;
 pub mod corpus;
 pub mod frames;
 pub mod harness;
+pub mod send_harness;
 pub mod smol;
 pub mod tcp;

@@ -168,6 +168,8 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         self.closing.write_closed = true;
+        // No write can follow, so a short write's `Event::Writable` is no longer owed.
+        self.snd.writable_armed = false;
         match self.state {
             State::Established => self.state = State::FinWait1,
             State::CloseWait => self.state = State::LastAck,

@@ -137,6 +137,14 @@ impl<B: PacketBuf> Conn<B> {
         if !self.closing.fin_due || self.snd.nxt < self.snd.end {
             return Ok(None);
         }
+        if !self.snd.fin_fits() {
+            // No room in the peer's window for the FIN's sequence number: it waits, and
+            // the persist timer probes the window when nothing else is in flight.
+            if self.snd.nxt == self.snd.una {
+                self.snd.arm_persist(now);
+            }
+            return Ok(None);
+        }
         // Our FIN (first or retransmitted) carries an ACK of everything received: it is
         // an ACK sent now (`tcp_send_fin` -> `tcp_transmit_skb` -> `tcp_event_ack_sent`).
         let window = self.select_window();
@@ -313,8 +321,10 @@ impl<B: PacketBuf> Conn<B> {
         // once the application has shut its side, and again on every retransmission of
         // that segment (RFC 9293 §3.10.4: the FIN follows the data, and is retransmitted
         // as it is; Linux keeps the FIN on the tail skb, which `tcp_retransmit_skb`
-        // resends whole).
+        // resends whole), in either case only inside the peer's window (`fin_fits`: it
+        // takes a sequence number).
         let fin = seq + len as usize == self.snd.end
+            && self.snd.fin_fits()
             && if rtx {
                 self.closing.fin_sent
             } else {

@@ -323,12 +323,18 @@ impl<B: PacketBuf> Snd<B> {
         self.q_bytes
     }
 
-    /// Bytes a write could add now (0 when either bound is reached).
+    /// Bytes `send` could add now: within the byte bound, and what the tail buffer's room
+    /// and the free buffer slots hold at [`Snd::write_copy`]'s one MSS per buffer (0 when
+    /// either bound is reached).
     pub(crate) fn room(&self) -> u32 {
-        if self.q.len() >= self.max_slices && self.tail_room() == 0 {
-            return 0;
-        }
-        self.buf.saturating_sub(self.q_bytes)
+        let slots = self.max_slices.saturating_sub(self.q.len()) as u64;
+        let by_slots = u64::from(self.tail_room()) + slots * u64::from(self.copy_cap());
+        u64::from(self.buf.saturating_sub(self.q_bytes)).min(by_slots) as u32
+    }
+
+    /// The size of the buffers `send` copies into: one MSS.
+    fn copy_cap(&self) -> u32 {
+        self.mss.clamp(1, u32::from(u16::MAX))
     }
 
     fn tail_room(&self) -> u32 {
@@ -367,7 +373,7 @@ impl<B: PacketBuf> Snd<B> {
                 }
             }
         }
-        let cap = self.mss.clamp(1, u32::from(u16::MAX)) as usize;
+        let cap = self.copy_cap() as usize;
         while taken < limit && self.q.len() < self.max_slices {
             let Some(mut b) = alloc(cap) else {
                 break;
@@ -578,6 +584,13 @@ impl<B: PacketBuf> Snd<B> {
             return Ok(len);
         }
         Err(Hold::Sws)
+    }
+
+    /// Whether our FIN, after the last queued byte, is inside the peer's window. It
+    /// takes a sequence number (RFC 9293 §3.3.1: SEG.LEN counts it), so it is held like
+    /// data (Linux `tcp_snd_wnd_test` compares the segment's `end_seq`, FIN included).
+    pub(crate) fn fin_fits(&self) -> bool {
+        self.end < self.una + self.wnd as usize
     }
 
     /// A segment of `len` bytes from SND.NXT was built: SND.NXT moves past it, and a
@@ -934,6 +947,12 @@ impl<B: PacketBuf> Conn<B> {
         }
         self.snd.sync_cwnd();
         self.snd.rtx_now = None;
+        if self.snd.wnd == 0 {
+            // The peer shut its window with data outstanding: no retransmission fits
+            // (`next_rtx`), so this expiry probes the window (RFC 9293 §3.8.6.1) with the
+            // zero-window probe, SEG.SEQ = SND.UNA - 1, which the peer must answer.
+            self.snd.probe_due = true;
+        }
         // RFC 8985 §7.1: RTO recovery ends the probe episode (`on_rto` reset TLP and the
         // reordering timer); RFC 6298 §5.6: the timer restarts with the backed-off RTO.
         self.snd.pto_at = None;
@@ -1049,9 +1068,11 @@ impl<B: PacketBuf> Conn<B> {
 
     /// The retransmission to build now, if any: the one fast retransmit asked for at once,
     /// else what `Recovery::next_seg` picks (lost and not yet retransmitted, or RFC 6675
-    /// NextSeg in fast recovery) while the congestion window has room for it.
-    pub(crate) fn next_rtx(&self) -> Option<(SeqNumber, u32)> {
-        let r = self.snd.rec.as_ref()?;
+    /// NextSeg in fast recovery) while the congestion window has room for it, and only
+    /// the part of it inside the peer's window (split off in the queue).
+    pub(crate) fn next_rtx(&mut self) -> Option<(SeqNumber, u32)> {
+        let right = self.snd.una + self.snd.wnd as usize;
+        let r = self.snd.rec.as_mut()?;
         // NextSeg walks the queue: only when something is lost, a fast retransmit is
         // owed, or fast recovery runs (RFC 6675 NextSeg rule 3), not per segment of a
         // loss-free transfer.
@@ -1066,11 +1087,27 @@ impl<B: PacketBuf> Conn<B> {
         if len == 0 || seq + len as usize > self.snd.end {
             return None;
         }
-        let forced = self.snd.rtx_now == Some(seq);
-        if !forced && self.snd.cwnd.saturating_sub(self.snd.pipe()) < len {
+        // RFC 9293 §3.8.6.2.1: nothing beyond SND.UNA + SND.WND, retransmissions included
+        // (a window the peer shrank, or shut, after the segment first went). As Linux
+        // `__tcp_retransmit_skb`, a segment is cut to the window and one that starts
+        // beyond it waits; on a zero window the RTO sends a window probe instead
+        // (`rto_timeout`).
+        if seq >= right {
             return None;
         }
-        Some((seq, len))
+        let fit = len.min((right - seq) as u32);
+        let forced = self.snd.rtx_now == Some(seq);
+        let pipe = u32::try_from(r.pipe()).unwrap_or(u32::MAX);
+        if !forced && self.snd.cwnd.saturating_sub(pipe) < fit {
+            return None;
+        }
+        if fit < len {
+            // The queue segment is split so the part sent is a segment of its own (its
+            // retransmission recorded, the rest still lost); when the queue is full the
+            // retransmission waits for an ACK to free a slot.
+            r.split(seq + fit as usize).ok()?;
+        }
+        Some((seq, fit))
     }
 
     /// A data segment `[seq, seq + len)` was built at `now`: new data goes into loss
@@ -1126,14 +1163,16 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// The persist timer expired (RFC 9293 §3.8.6.1, Linux `tcp_probe_timer`): while the
-    /// window is still zero, data waits and nothing is in flight, a probe is sent and the
+    /// window is still zero, data (or our FIN) waits and nothing is in flight, a probe is sent and the
     /// timer re-armed with backoff; after `TcpConfig::max_retries` probes with the window
     /// shut the connection is reset (`Break`; a window that never opens does not hold the
     /// connection for ever). Otherwise the timer just ends: data goes as the window
     /// allows.
     pub(crate) fn persist_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
         let shut = self.snd.una + self.snd.wnd as usize <= self.snd.nxt;
-        if !shut || self.snd.unsent() == 0 || self.snd.nxt != self.snd.una {
+        // What waits: unsent data, or our FIN (held while the window has no room for it).
+        let waiting = self.snd.unsent() > 0 || (self.closing.fin_due && !self.closing.fin_sent);
+        if !shut || !waiting || self.snd.nxt != self.snd.una {
             return ControlFlow::Continue(());
         }
         if self.snd.probes >= self.snd.max_retries {
@@ -1364,6 +1403,7 @@ mod tests {
     #[test]
     fn queue_bounded_by_bytes_and_buffers() {
         let mut s = small(1000, 4);
+        assert_eq!(s.room(), 400, "room counts the buffers too");
         assert_eq!(write(&mut s, 5000), 400, "four buffers of one MSS");
         assert_eq!(s.room(), 0);
         let mut s = small(250, 64);
