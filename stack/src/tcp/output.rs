@@ -136,6 +136,14 @@ impl<B: PacketBuf> Conn<B> {
         if !self.closing.fin_due || self.snd.nxt < self.snd.end {
             return Ok(None);
         }
+        if !self.snd.fin_fits() {
+            // No room in the peer's window for the FIN's sequence number: it waits, and
+            // the persist timer probes the window when nothing else is in flight.
+            if self.snd.nxt == self.snd.una {
+                self.snd.arm_persist(now);
+            }
+            return Ok(None);
+        }
         // Our FIN (first or retransmitted) carries an ACK of everything received: it is
         // an ACK sent now (`tcp_send_fin` -> `tcp_transmit_skb` -> `tcp_event_ack_sent`).
         let window = self.select_window();
@@ -268,7 +276,7 @@ impl<B: PacketBuf> Conn<B> {
         } else if !rtx {
             len = len.min(room);
         }
-        let fin = !rtx && fin_pending && seq + len as usize == self.snd.end;
+        let fin = !rtx && fin_pending && seq + len as usize == self.snd.end && self.snd.fin_fits();
         let mut flags = TcpFlags::ACK;
         if fin {
             flags |= TcpFlags::FIN;

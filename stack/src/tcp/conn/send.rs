@@ -527,6 +527,13 @@ impl<B: PacketBuf> Snd<B> {
         Err(Hold::Sws)
     }
 
+    /// Whether our FIN, after the last queued byte, is inside the peer's window. It
+    /// takes a sequence number (RFC 9293 §3.3.1: SEG.LEN counts it), so it is held like
+    /// data (Linux `tcp_snd_wnd_test` compares the segment's `end_seq`, FIN included).
+    pub(crate) fn fin_fits(&self) -> bool {
+        self.end < self.una + self.wnd as usize
+    }
+
     /// A segment of `len` bytes from SND.NXT was built: SND.NXT moves past it, and a
     /// segment smaller than the MSS is remembered for Nagle (`tcp_minshall_update`).
     pub(crate) fn sent(&mut self, len: u32) {
@@ -849,14 +856,16 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// The persist timer expired (RFC 9293 §3.8.6.1, Linux `tcp_probe_timer`): while the
-    /// window is still zero, data waits and nothing is in flight, a probe is sent and the
+    /// window is still zero, data (or our FIN) waits and nothing is in flight, a probe is sent and the
     /// timer re-armed with backoff; after `TcpConfig::max_retries` probes with the window
     /// shut the connection is reset (`Break`; a window that never opens does not hold the
     /// connection for ever). Otherwise the timer just ends: data goes as the window
     /// allows.
     pub(crate) fn persist_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
         let shut = self.snd.una + self.snd.wnd as usize <= self.snd.nxt;
-        if !shut || self.snd.unsent() == 0 || self.snd.nxt != self.snd.una {
+        // What waits: unsent data, or our FIN (held while the window has no room for it).
+        let waiting = self.snd.unsent() > 0 || (self.closing.fin_due && !self.closing.fin_sent);
+        if !shut || !waiting || self.snd.nxt != self.snd.una {
             return ControlFlow::Continue(());
         }
         if self.snd.probes >= self.snd.max_retries {
