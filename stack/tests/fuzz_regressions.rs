@@ -123,6 +123,8 @@ fn send_sweep(seed: u64, n: usize) -> send_harness::SendSummary {
         tot.rto_timeouts += s.rto_timeouts;
         tot.window_probes += s.window_probes;
         tot.resets += s.resets;
+        tot.peer_resets += s.peer_resets;
+        tot.gave_up += s.gave_up;
         tot.completed += s.completed;
         tot.peer_segments += s.peer_segments;
     }
@@ -143,7 +145,7 @@ fn send_one() {
 /// A seeded random sweep over the send harness (its fallback when no fuzzer runs).
 #[test]
 fn send_seeded_random_inputs() {
-    let tot = send_sweep(0x7365_6e64, 2000);
+    let tot = send_sweep(0x7365_6e64, 5000);
     eprintln!("send sweep: {tot:?}");
     assert!(
         tot.written > 0 && tot.data_frames > 0,
@@ -174,6 +176,57 @@ fn send_long_sweep() {
         .unwrap_or(0x6c6f_6e67);
     let tot = send_sweep(seed, n);
     eprintln!("send long sweep ({n} inputs, seed {seed:#x}): {tot:?}");
+}
+
+/// What a send-harness run exercised, as bits (for picking seeds).
+fn send_features(s: &send_harness::SendSummary) -> u32 {
+    [
+        s.retransmits > 0,
+        s.retransmits > 50,
+        s.rto_timeouts > 0,
+        s.rto_timeouts > 20,
+        s.window_probes > 0,
+        s.gave_up > 0,
+        s.peer_resets > 0,
+        s.conns >= 2,
+        s.conns == 3,
+        s.written > 16 * 1024,
+        s.written > 64 * 1024,
+        s.data_frames > 100,
+        s.data_frames > 1000,
+        s.completed == s.conns,
+        s.peer_segments > 1000,
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, b)| u32::from(*b) << i)
+    .sum()
+}
+
+/// Writes the `send` seed corpus to `fuzz/seeds/send/`: inputs of a seeded sweep, each
+/// kept for something the earlier ones did not exercise (retransmissions, RTO expiries,
+/// window probes, weir giving up, a peer's RST, several connections, long streams):
+/// `cargo test -p stack --test fuzz_regressions write_send_seeds -- --ignored`.
+#[test]
+#[ignore = "writes the fuzz seed corpus; run by hand with --ignored"]
+fn write_send_seeds() {
+    let dir = fuzz_dir().join("seeds/send");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = SmallRng::seed_from_u64(0x7365_6564);
+    let mut seen = 0u32;
+    let mut kept = 0;
+    for _ in 0..20_000 {
+        let len = rng.gen_range(256..4096);
+        let mut data = vec![0u8; len];
+        rng.fill(&mut data[..]);
+        let f = send_features(&send_harness::send(&data));
+        if f & !seen != 0 {
+            seen |= f;
+            std::fs::write(dir.join(format!("sweep-{kept:02}")), &data).unwrap();
+            kept += 1;
+        }
+    }
+    eprintln!("send seeds: {kept} kept, features {seen:#b}");
 }
 
 /// Corpus report: `WEIR_FUZZ_REPORT=dir cargo test --test fuzz_regressions report -- --nocapture`.

@@ -313,8 +313,12 @@ pub enum TsSel {
 /// Where a RST sits.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum RstSel {
-    /// At RCV.NXT: it resets (RFC 5961 §3.2).
-    Exact,
+    /// At RCV.NXT, which resets (RFC 5961 §3.2), when `gate` is 0; else as
+    /// `InWindow(gate)` (so that most runs keep their connections).
+    Exact {
+        /// 0: at RCV.NXT; else the offset into the window.
+        gate: u8,
+    },
     /// RCV.NXT + 1 + k: in the window, a challenge ACK.
     InWindow(u16),
     /// RCV.NXT + k (anywhere, mostly outside).
@@ -482,6 +486,10 @@ pub struct SendSummary {
     pub window_probes: u64,
     /// Connections reset (by the peer or by weir giving up).
     pub resets: u64,
+    /// Of those, by the peer's RST.
+    pub peer_resets: u64,
+    /// Of those, weir gave up: RTO retries, persist probes or FIN retries spent.
+    pub gave_up: u64,
     /// Connections whose final honest phase delivered everything.
     pub completed: u64,
     /// Segments from the peer delivered.
@@ -497,6 +505,8 @@ pub struct SendSim {
     snd_buf: u32,
     snd_slices: usize,
     max_conns: usize,
+    /// The RTO's bounds (RFC 6298 §2.4-2.5).
+    rto_bounds: (Duration, Duration),
     rx_pool: VecPool,
     tx_pool: VecPool,
     app_pool: VecPool,
@@ -556,6 +566,7 @@ impl SendSim {
             ..TcpConfig::default()
         };
         let (snd_buf, snd_slices, max_conns) = (tcp.snd_buf, tcp.snd_slices, tcp.max_conns);
+        let rto_bounds = (tcp.rto.get().min_rto, tcp.rto.get().max_rto);
         let cfg = PipelineConfig {
             local: frames::local(),
             gro: None,
@@ -573,6 +584,7 @@ impl SendSim {
             snd_buf,
             snd_slices,
             max_conns,
+            rto_bounds,
             rx_pool: VecPool::new(64, 1 << 16),
             tx_pool: VecPool::new(1 + usize::from(k.tx_pool % 64), 2048),
             app_pool: VecPool::new(app, 2048),
@@ -877,7 +889,7 @@ impl SendSim {
                 let Some(i) = self.pick(*conn) else { return };
                 let l = &self.links[i];
                 let seq_off = match *at {
-                    RstSel::Exact => 0,
+                    RstSel::Exact { gate } => u32::from(gate),
                     RstSel::InWindow(k) => 1 + u32::from(k),
                     RstSel::Far(k) => k,
                 };
@@ -1390,6 +1402,11 @@ impl SendSim {
             !m.flags.contains(TcpFlags::SYN),
             "weir sent a SYN on established connection {i}: {m:?}"
         );
+        // RFC 9293 §3.10.7.4: once synchronized, every segment but a RST carries an ACK.
+        assert!(
+            m.flags.contains(TcpFlags::ACK),
+            "connection {i} sent a segment without ACK: {m:?}"
+        );
         // RFC 7323 §3.2: with timestamps negotiated every non-RST segment carries them;
         // without, none does.
         assert_eq!(
@@ -1458,6 +1475,15 @@ impl SendSim {
             l.una,
             l.wnd,
             off < l.sent_hi
+        );
+        // A retransmission starts at or above SND.UNA: the queue is trimmed (and split) at
+        // the cumulative ACK, so acknowledged bytes never go again.
+        assert!(
+            len == 0 || m.seq >= l.una,
+            "connection {i}: weir resent acknowledged bytes: segment at {:?} (offset {off}, {len} \
+             bytes) below SND.UNA {:?}",
+            m.seq,
+            l.una
         );
         if off >= l.sent_hi && len > 0 {
             l.originals.push_back(off + len);
@@ -1530,6 +1556,12 @@ impl SendSim {
                 info.snd_queued <= self.snd_buf,
                 "connection {i}: send queue past snd_buf"
             );
+            let (lo, hi) = self.rto_bounds;
+            assert!(
+                info.rto >= lo && info.rto <= hi,
+                "connection {i}: RTO {:?} outside [{lo:?}, {hi:?}] (RFC 6298 §2.4-2.5)",
+                info.rto
+            );
             while l.originals.front().is_some_and(|&e| e <= una) {
                 l.originals.pop_front();
             }
@@ -1540,7 +1572,9 @@ impl SendSim {
                 self.snd_slices
             );
         }
-        let bound = self.max_conns * self.snd_slices + MAX_CHAIN;
+        // Each connection's queue holds at most `snd_slices` buffers; freed ones wait in
+        // the core's free batch, which frees itself when MAX_CHAIN have gathered.
+        let bound = self.links.len() * self.snd_slices + MAX_CHAIN;
         assert!(
             self.app_pool.in_use() <= bound,
             "the stack holds {} send buffers, bound {bound}",
@@ -1634,6 +1668,10 @@ impl SendSim {
         self.sum.retransmits = st.retransmits;
         self.sum.rto_timeouts = st.rto_timeouts;
         self.sum.window_probes = st.window_probes;
+        self.sum.peer_resets = st.resets_received;
+        self.sum.gave_up = st.drops(DropReason::RetriesExhausted)
+            + st.drops(DropReason::PersistTimeout)
+            + st.drops(DropReason::FinRetriesExhausted);
         self.sum
     }
 
