@@ -510,6 +510,8 @@ pub struct SendSim {
     rx_pool: VecPool,
     tx_pool: VecPool,
     app_pool: VecPool,
+    /// The application pool's capacity.
+    app_cap: usize,
     now: Instant,
     links: Vec<Link>,
     wire: Vec<PeerSeg>,
@@ -588,6 +590,7 @@ impl SendSim {
             rx_pool: VecPool::new(64, 1 << 16),
             tx_pool: VecPool::new(1 + usize::from(k.tx_pool % 64), 2048),
             app_pool: VecPool::new(app, 2048),
+            app_cap: app,
             now: Instant::from_nanos(1_000_000_000),
             links: Vec::new(),
             wire: Vec::new(),
@@ -965,8 +968,26 @@ impl SendSim {
             .map(|o| frames::stream_byte(l.seed, o))
             .collect();
         let room = self.p.tcp().writable_bytes(id);
+        let mss = self.p.tcp().info(id).map_or(1, |x| x.snd_mss.max(1)) as usize;
+        let free = self.app_cap - self.app_pool.in_use();
+        let failures = self.p.tcp().stats().send_alloc_failures;
         let r = self.p.tcp().send(self.now, id, &data, &mut self.app_pool);
         let took = self.write_result(i, r, n, room);
+        if self.p.tcp().stats().send_alloc_failures != failures {
+            assert_eq!(
+                self.app_pool.in_use(),
+                self.app_cap,
+                "send counted an allocation failure with buffers left in the pool"
+            );
+        }
+        if !self.links[i].gone && !self.links[i].shut && free > n.min(room).div_ceil(mss) {
+            // With buffers to spare, `send` takes what `writable_bytes` promised.
+            assert_eq!(
+                took,
+                n.min(room),
+                "send took {took} of {n} bytes; writable_bytes said {room} (pool had {free} free)"
+            );
+        }
         self.links[i].written += took as u64;
         self.after_input();
     }
@@ -1003,7 +1024,13 @@ impl SendSim {
         if offered == 0 {
             return;
         }
-        let room = self.p.tcp().writable_bytes(id);
+        // Zero-copy buffers are not one MSS each: only the byte bound applies.
+        let snd_buf = self.snd_buf;
+        let room = self
+            .p
+            .tcp()
+            .info(id)
+            .map_or(0, |x| snd_buf.saturating_sub(x.snd_queued)) as usize;
         let r = self.p.tcp().send_bufs(self.now, id, &mut chain);
         let took = self.write_result(i, r, offered, room);
         assert_eq!(
@@ -1045,7 +1072,7 @@ impl SendSim {
         assert!(n_took <= n, "send took {n_took} of {n} bytes");
         assert!(
             n_took <= room,
-            "send took {n_took} bytes, writable_bytes said {room}"
+            "a write took {n_took} bytes, more than the {room} it had room for"
         );
         n_took
     }
