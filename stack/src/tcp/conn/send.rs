@@ -273,12 +273,18 @@ impl<B: PacketBuf> Snd<B> {
         self.q_bytes
     }
 
-    /// Bytes a write could add now (0 when either bound is reached).
+    /// Bytes `send` could add now: within the byte bound, and what the tail buffer's room
+    /// and the free buffer slots hold at [`Snd::write_copy`]'s one MSS per buffer (0 when
+    /// either bound is reached).
     pub(crate) fn room(&self) -> u32 {
-        if self.q.len() >= self.max_slices && self.tail_room() == 0 {
-            return 0;
-        }
-        self.buf.saturating_sub(self.q_bytes)
+        let slots = self.max_slices.saturating_sub(self.q.len()) as u64;
+        let by_slots = u64::from(self.tail_room()) + slots * u64::from(self.copy_cap());
+        u64::from(self.buf.saturating_sub(self.q_bytes)).min(by_slots) as u32
+    }
+
+    /// The size of the buffers `send` copies into: one MSS.
+    fn copy_cap(&self) -> u32 {
+        self.mss.clamp(1, u32::from(u16::MAX))
     }
 
     fn tail_room(&self) -> u32 {
@@ -317,7 +323,7 @@ impl<B: PacketBuf> Snd<B> {
                 }
             }
         }
-        let cap = self.mss.clamp(1, u32::from(u16::MAX)) as usize;
+        let cap = self.copy_cap() as usize;
         while taken < limit && self.q.len() < self.max_slices {
             let Some(mut b) = alloc(cap) else {
                 break;
@@ -1053,6 +1059,7 @@ mod tests {
     #[test]
     fn queue_bounded_by_bytes_and_buffers() {
         let mut s = small(1000, 4);
+        assert_eq!(s.room(), 400, "room counts the buffers too");
         assert_eq!(write(&mut s, 5000), 400, "four buffers of one MSS");
         assert_eq!(s.room(), 0);
         let mut s = small(250, 64);
