@@ -1277,6 +1277,21 @@ impl SendSim {
                 }
             }
         }
+        // The peer acknowledged bytes it never received: it lied, but weir must have sent
+        // them (it takes no ACK beyond SND.NXT). From the model's SND.UNA, which is
+        // weir's even when this ACK closed the connection (LAST-ACK).
+        let una_off = l.off(l.una);
+        if una_off > l.held.prefix() && una_off <= l.written + 1 {
+            assert!(
+                una_off <= l.sent_hi + u64::from(l.fin_sent),
+                "SND.UNA at offset {una_off} is beyond what weir sent ({})",
+                l.sent_hi
+            );
+            l.held.insert(0, una_off.min(l.written));
+            if una_off == l.written + 1 {
+                l.fin_held = true;
+            }
+        }
         let Some(a) = after else { return };
         l.rcv_nxt = a.rcv_nxt;
         if !synchronized(a.state) {
@@ -1292,20 +1307,6 @@ impl SendSim {
             "SND.WND {} is not the last advertised window {} (segment {s:?}, refused {refused})",
             a.snd_wnd, l.wnd
         );
-        // The peer acknowledged bytes it never received: it lied, but weir must have sent
-        // them (it takes no ACK beyond SND.NXT).
-        let una_off = l.off(a.snd_una);
-        if una_off > l.held.prefix() && una_off <= l.written + 1 {
-            assert!(
-                una_off <= l.sent_hi + u64::from(l.fin_sent),
-                "SND.UNA at offset {una_off} is beyond what weir sent ({})",
-                l.sent_hi
-            );
-            l.held.insert(0, una_off.min(l.written));
-            if una_off == l.written + 1 {
-                l.fin_held = true;
-            }
-        }
     }
 
     /// Moves the clock and fires what is due.
