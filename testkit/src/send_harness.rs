@@ -33,8 +33,8 @@
 //! - **stream**: every data byte weir puts on the wire lies inside what the application
 //!   wrote so far, at its stream offset, and equals the byte written; a FIN comes only
 //!   after `shutdown`/`close`, at the end of the stream; SND.NXT is exactly what went on
-//!   the wire; a segment's payload and options fit the peer's MSS (RFC 9293 §3.7.1; at
-//!   least Linux's `tcp_min_snd_mss` of 48);
+//!   the wire; no retransmission starts below SND.UNA; a segment's payload and options
+//!   fit the peer's MSS (RFC 9293 §3.7.1; at least Linux's `tcp_min_snd_mss` of 48);
 //! - **delivery**: the peer holds what reached it (frames the input loses do not), and its
 //!   in-order prefix is the written stream's; an ACK that covers bytes the peer never
 //!   received (the peer lied) is only possible for bytes weir did send. At the end a final
@@ -47,9 +47,20 @@
 //!   handed out by the application's pool and not returned stay within every
 //!   connection's `snd_slices` plus one free batch, and all return once the connections
 //!   are gone; no transmit or receive buffer is kept;
+//! - **the application's calls**: a write takes at most what fits (for `send`, exactly
+//!   `min(len, writable_bytes)` while the pool has buffers to spare), fails with
+//!   `WriteClosed` after `shutdown`/`close` and `UnknownConnection` once the handle is
+//!   gone; an allocation failure is counted only when the pool is empty;
+//!   `Event::Writable` comes only with room to write; the RTO stays within its bounds
+//!   (RFC 6298 §2.4-2.5);
 //! - **wire**: every frame weir transmits parses from the peer's side, checksums
 //!   included, is TCP for a known flow, carries timestamps exactly when they were
-//!   negotiated (RFC 7323 §3.2), and never a SYN after the handshake.
+//!   negotiated (RFC 7323 §3.2), an ACK on every segment but a RST (RFC 9293
+//!   §3.10.7.4), and never a SYN after the handshake.
+//!
+//! Not covered: the peer sends no data (the receive half has the `pipeline` target), GRO
+//! is off (every frame is a segment), and RACK-TLP is not wired in the stack yet, so no
+//! tail loss probe fires.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -99,7 +110,7 @@ pub struct SendInput {
 
 impl SendInput {
     /// The knobs and connections with `arbitrary`, then steps until the bytes run out (at
-    /// most [`MAX_OPS`]). Not `arbitrary`'s `Vec`, whose continuation bit per element
+    /// most 2048). Not `arbitrary`'s `Vec`, whose continuation bit per element
     /// makes random bytes decode into a couple of steps: the seeded sweep feeds random
     /// bytes, and every step should count. `None` when the bytes end before the
     /// connections.
@@ -1277,6 +1288,21 @@ impl SendSim {
                 }
             }
         }
+        // The peer acknowledged bytes it never received: it lied, but weir must have sent
+        // them (it takes no ACK beyond SND.NXT). From the model's SND.UNA, which is
+        // weir's even when this ACK closed the connection (LAST-ACK).
+        let una_off = l.off(l.una);
+        if una_off > l.held.prefix() && una_off <= l.written + 1 {
+            assert!(
+                una_off <= l.sent_hi + u64::from(l.fin_sent),
+                "SND.UNA at offset {una_off} is beyond what weir sent ({})",
+                l.sent_hi
+            );
+            l.held.insert(0, una_off.min(l.written));
+            if una_off == l.written + 1 {
+                l.fin_held = true;
+            }
+        }
         let Some(a) = after else { return };
         l.rcv_nxt = a.rcv_nxt;
         if !synchronized(a.state) {
@@ -1292,20 +1318,6 @@ impl SendSim {
             "SND.WND {} is not the last advertised window {} (segment {s:?}, refused {refused})",
             a.snd_wnd, l.wnd
         );
-        // The peer acknowledged bytes it never received: it lied, but weir must have sent
-        // them (it takes no ACK beyond SND.NXT).
-        let una_off = l.off(a.snd_una);
-        if una_off > l.held.prefix() && una_off <= l.written + 1 {
-            assert!(
-                una_off <= l.sent_hi + u64::from(l.fin_sent),
-                "SND.UNA at offset {una_off} is beyond what weir sent ({})",
-                l.sent_hi
-            );
-            l.held.insert(0, una_off.min(l.written));
-            if una_off == l.written + 1 {
-                l.fin_held = true;
-            }
-        }
     }
 
     /// Moves the clock and fires what is due.

@@ -218,6 +218,12 @@ impl<B: PacketBuf> Conn<B> {
                 }
                 self.closing.fin_tries += 1;
                 self.closing.fin_due = true;
+                if !self.snd.fin_fits() {
+                    // The window has no room for the FIN (`build` holds it): probe it
+                    // instead, which the peer answers with its ACK and window (RFC 9293
+                    // §3.8.6.1), acknowledging the FIN if it had it.
+                    self.snd.probe_due = true;
+                }
                 let backoff = self.fin_rto().as_nanos() << self.closing.fin_tries.min(10);
                 self.closing.fin_deadline = Some(now + Duration::from_nanos(backoff));
             }
