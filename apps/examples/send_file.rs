@@ -188,8 +188,11 @@ impl Sender {
                     let n = p.tcp().recv(id, |s| s.iter().map(|s| usize::from(s.len)).sum())?;
                     self.received += n as u64;
                 }
+                Event::Reset(c) if c == id && self.taken == 0 && p.tcp().stats().conns_opened == 0 => {
+                    bail!("the connection was refused (a RST answered the SYN) or no SYN-ACK came")
+                }
                 Event::Reset(c) if c == id => bail!(
-                    "the connection was reset after {} bytes were written (refused by the peer, or retransmissions spent: see the stats)",
+                    "the connection was reset after {} bytes were written (a RST from the peer, or retransmissions spent: see tcp_rto_timeouts in the stats)",
                     self.taken
                 ),
                 _ => {}
@@ -231,10 +234,11 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     let stop = net::stop_on_signal()?;
     let net = Net::open("send_file", eal, &args.net)?;
     let mut link = net.link()?;
-    let tcp = TcpConfig {
+    let mut tcp = TcpConfig {
         seed: net::random_seed(),
         ..TcpConfig::default()
     };
+    net.size_tcp(&mut tcp, Some(1))?;
     let mut p: Pipeline<Mbuf> = Pipeline::new(net.pipeline_config(tcp, &[]))
         .map_err(|e| anyhow!("cannot set up TCP: {e}"))?;
     let peer = *args.connect.ip();
@@ -332,6 +336,9 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         p.poll_tx(now, link.pool(), &mut tx);
         link.tx_burst(now, &mut tx);
         iterations += 1;
+        if iterations % 4096 == 0 {
+            link.note_pool();
+        }
         if iterations % 1024 == 0 {
             if stop.load(Ordering::Relaxed) {
                 break Err(anyhow!(

@@ -21,13 +21,13 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig, PortRxQueue, PortTxQueue, StashPool};
 use serde_json::{json, Value};
 use stack::ack::AckPolicy;
 use stack::buf::{BufPool, PacketBuf};
-use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::driver::{Burst, RxQueue, TxQueue, MAX_BURST};
 use stack::gro::GroConfig;
 use stack::impair::{ImpairConfig, ImpairStats, Impairment};
 use stack::pipeline::PipelineConfig;
@@ -95,10 +95,23 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// Mbufs of the pool that never hold connection data: the port's RX ring (1024
+/// descriptors, `PortConfig::default`), the pool's per-lcore cache
+/// ([`dpdk::DEFAULT_CACHE`]), the transmit stash (2 x [`dpdk::STASH`]), a burst each way
+/// ([`MAX_BURST`]) and 1024 for the frames the impairment stages hold (a few hundred
+/// microseconds' worth) and for control frames.
+pub const RESERVED_MBUFS: usize =
+    1024 + dpdk::DEFAULT_CACHE as usize + 2 * dpdk::STASH + 2 * MAX_BURST + 1024;
+
+/// Payload bytes of a full segment (MSS 1448: a 1500-byte MTU less IPv4, TCP and the
+/// timestamp option), which is what one buffer of a send or receive queue holds.
+const SEG_BYTES: u32 = 1448;
+
 /// The EAL, one started port with one queue pair, and its mbuf pool.
 pub struct Net {
     port: Port,
     pool: Mempool,
+    mbufs: u32,
     clock: Clock,
     /// The port's MAC address.
     pub mac: [u8; 6],
@@ -133,12 +146,54 @@ impl Net {
         Ok(Net {
             port,
             pool,
+            mbufs: args.mbufs,
             clock: Clock::new(&eal),
             mac,
             ip: args.ip,
             tx_csum,
             impair: args.impair,
         })
+    }
+
+    /// Sizes `tcp` to the pool, so that no load can take the mbufs the port and the
+    /// frames need. The stack bounds each connection's send and receive queues
+    /// ([`TcpConfig::snd_buf`], [`TcpConfig::snd_slices`], [`TcpConfig::rxq_slices`]) and
+    /// the core's out-of-order data, but not the sum over connections: with more
+    /// connections than the pool holds at full queues, queues fill the pool and then no
+    /// frame can be built (no data, retransmission or ACK) and the RX ring cannot be
+    /// refilled, so every connection stalls. So: out-of-order data gets a quarter of the
+    /// pool less [`RESERVED_MBUFS`], each connection's queues are counted in buffers of one
+    /// full segment (and capped there), and `max_conns` (default: as many as fit) is the
+    /// connection table's size. Returns the number of connections that fit.
+    pub fn size_tcp(&self, tcp: &mut TcpConfig, max_conns: Option<usize>) -> Result<usize> {
+        let usable = (self.mbufs as usize).saturating_sub(RESERVED_MBUFS);
+        tcp.ooo_core_slices = usable / 4;
+        tcp.ooo_core_bytes = tcp.ooo_core_slices * SEG_BYTES as usize;
+        tcp.snd_slices = tcp.snd_slices.min(tcp.snd_buf.div_ceil(SEG_BYTES) as usize);
+        // Twice the full-segment count: room for the short segments of small writes.
+        tcp.rxq_slices = tcp
+            .rxq_slices
+            .min(2 * tcp.rcv_buf.div_ceil(SEG_BYTES) as usize);
+        let per_conn = tcp.snd_slices + tcp.rxq_slices;
+        let fit = (usable - tcp.ooo_core_slices) / per_conn.max(1);
+        if fit == 0 {
+            bail!(
+                "--mbufs {} is too few: one connection's queues need {per_conn} mbufs beyond the {RESERVED_MBUFS} the port and the frames keep and a quarter for out-of-order data",
+                self.mbufs
+            );
+        }
+        tcp.max_conns = match max_conns {
+            Some(n) if n > fit => {
+                tracing::warn!(
+                    "{n} connections at full queues would need more than the {} mbufs of the pool: {fit} fit (raise --mbufs)",
+                    self.mbufs
+                );
+                n
+            }
+            Some(n) => n,
+            None => fit,
+        };
+        Ok(fit)
     }
 
     /// A pipeline configuration for this port: its addresses, GRO on (defaults), `tcp`,
@@ -169,6 +224,7 @@ impl Net {
             impair_tx: stage(1),
             tx_packets: 0,
             tx_dropped: 0,
+            mbufs_in_use_peak: 0,
         })
     }
 
@@ -200,6 +256,8 @@ pub struct Link {
     pub tx_packets: u64,
     /// Frames the port refused (its ring full); freed.
     pub tx_dropped: u64,
+    /// The most mbufs [`Link::note_pool`] saw in use.
+    pub mbufs_in_use_peak: u64,
 }
 
 impl Link {
@@ -267,7 +325,14 @@ impl Link {
             impair_tx: s(&self.impair_tx),
             tx_packets: self.tx_packets,
             tx_dropped: self.tx_dropped,
+            mbufs_in_use_peak: self.mbufs_in_use_peak,
         }
+    }
+
+    /// Notes how many mbufs of the pool are in use (a walk over the pool's caches: call
+    /// it now and then, not per burst), for [`LinkStats::mbufs_in_use_peak`].
+    pub fn note_pool(&mut self) {
+        self.mbufs_in_use_peak = self.mbufs_in_use_peak.max(self.mempool.in_use() as u64);
     }
 
     /// Frames the transmit stage holds (delayed, not yet sent).
@@ -287,6 +352,8 @@ pub struct LinkStats {
     pub tx_packets: u64,
     /// Frames the port refused.
     pub tx_dropped: u64,
+    /// The most mbufs seen in use ([`Link::note_pool`]).
+    pub mbufs_in_use_peak: u64,
 }
 
 /// A copy of `m` from `pool` (the duplicate the impairment delivers), or `None` when the
@@ -456,6 +523,7 @@ pub fn report_json(s: &Stats, link: &LinkStats, mbufs_in_use_at_exit: u64, extra
             "delivered": tx.delivered,
         },
         "mbufs_in_use_at_exit": mbufs_in_use_at_exit,
+        "mbufs_in_use_peak": link.mbufs_in_use_peak,
     });
     if let (Value::Object(m), Value::Object(a), Value::Object(b)) = (&mut v, more, extra) {
         m.extend(a);
