@@ -234,8 +234,8 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     };
     let mac = net.mac.map(|b| format!("{b:02x}")).join(":");
     println!(
-        "echo: listening on {}:{} (mac {mac}), {max_conns} connections at most ({fit} fit the pool at full queues)",
-        net.ip, args.port
+        "echo: listening on {}:{} and [{}]:{} (mac {mac}), {max_conns} connections at most ({fit} fit the pool at full queues)",
+        net.ip, args.port, net.ip6, args.port
     );
     let started = link.now();
     let deadline = args
