@@ -137,6 +137,10 @@ struct Sender {
     finished: bool,
     /// Writes `Tcp::send` took only in part (then `Event::Writable` resumed them).
     blocked: u64,
+    /// A write was cut short by an empty pool although the send buffer had room:
+    /// `Event::Writable` comes only from acknowledgments, so the write is retried at the
+    /// next iteration instead.
+    starved: bool,
     received: u64,
 }
 
@@ -165,7 +169,9 @@ impl Sender {
             self.off += n;
             self.taken += n as u64;
             if self.off < self.chunk.len() {
-                self.blocked += 1;
+                // Room left means the pool ran dry (`Tcp::send`), not the buffer.
+                self.starved = p.tcp().writable_bytes(id) > 0;
+                self.blocked += u64::from(!self.starved);
                 break;
             }
         }
@@ -180,6 +186,9 @@ impl Sender {
         now: Instant,
         id: ConnId,
     ) -> Result<()> {
+        if std::mem::take(&mut self.starved) {
+            self.fill(p, pool, now, id)?;
+        }
         while let Some(ev) = p.tcp().poll_event() {
             match ev {
                 Event::Opened(c) | Event::Writable(c) if c == id => self.fill(p, pool, now, id)?,
@@ -255,6 +264,7 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         taken: 0,
         finished: false,
         blocked: 0,
+        starved: false,
         received: 0,
     };
     let arp_timeout = Duration::from_secs(args.arp_timeout);
