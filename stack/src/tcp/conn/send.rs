@@ -138,6 +138,9 @@ pub(crate) struct Snd<B> {
     pub(crate) cork: bool,
     /// A write found the queue full: `Event::Writable` is owed when space frees.
     pub(crate) writable_armed: bool,
+    /// A write found the pool empty (the queue had room) and the connection waits in
+    /// `Tcp::starved` for `poll_tx` to find a buffer again.
+    pub(crate) pool_starved: bool,
     /// The send side's timer and what it is for: at most one runs at a time (the SYN's
     /// before the handshake completes, the SWS override's after).
     pub(crate) timer: Option<Instant>,
@@ -227,6 +230,7 @@ impl<B: PacketBuf> Snd<B> {
             nodelay: false,
             cork: false,
             writable_armed: false,
+            pool_starved: false,
             timer: None,
             timer_kind: SndTimer::Override,
             override_fired: false,
