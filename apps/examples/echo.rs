@@ -68,8 +68,6 @@ struct Conn {
     peer_closed: bool,
     /// `close` was called.
     closing: bool,
-    /// In [`Echo::retry`].
-    starved: bool,
     bytes: u64,
 }
 
@@ -84,12 +82,6 @@ struct Echo {
     /// Times a write took less than it was offered (the send buffer full): the rest
     /// waited in the receive queue for `Event::Writable`.
     blocked: u64,
-    /// Times a write was cut short by an empty pool although the send buffer had room.
-    /// `Event::Writable` comes only from acknowledgments, so with nothing in flight it
-    /// would never come: such a connection is retried at the next iteration instead.
-    starved: u64,
-    /// The connections to retry (each at most once).
-    retry: Vec<ConnId>,
 }
 
 impl Echo {
@@ -110,12 +102,6 @@ impl Echo {
 
     /// Step 2 and 3 of the call order: every event, and the reads and writes it allows.
     fn serve(&mut self, p: &mut Pipeline<Mbuf>, pool: &mut StashPool, now: Instant) {
-        for id in std::mem::take(&mut self.retry) {
-            if let Some(c) = self.get(id) {
-                c.starved = false;
-                self.pump(p, pool, now, id);
-            }
-        }
         while let Some(ev) = p.tcp().poll_event() {
             match ev {
                 Event::Opened(id) => {
@@ -127,7 +113,6 @@ impl Echo {
                         id,
                         peer_closed: false,
                         closing: false,
-                        starved: false,
                         bytes: 0,
                     });
                     self.opened += 1;
@@ -158,7 +143,6 @@ impl Echo {
     fn pump(&mut self, p: &mut Pipeline<Mbuf>, pool: &mut StashPool, now: Instant, id: ConnId) {
         let tcp = p.tcp();
         let mut moved = 0u64;
-        let mut starved = false;
         loop {
             let readable = tcp.readable_bytes(id);
             if readable == 0 {
@@ -192,13 +176,7 @@ impl Echo {
             }
             moved += taken as u64;
             if taken < copied {
-                // Room left means the pool ran dry (`Tcp::send`), not the buffer.
-                starved = tcp.writable_bytes(id) > 0;
-                if starved {
-                    self.starved += 1;
-                } else {
-                    self.blocked += 1;
-                }
+                self.blocked += 1;
                 break;
             }
         }
@@ -206,15 +184,10 @@ impl Echo {
         let drained = tcp.readable_bytes(id) == 0;
         let Some(c) = self.get(id) else { return };
         c.bytes += moved;
-        let retry = starved && !c.starved;
-        c.starved |= starved;
         if c.peer_closed && drained && !c.closing {
             c.closing = true;
             // FIN after the echoed bytes (CLOSE-WAIT -> LAST-ACK).
             let _ = p.tcp().close(now, id);
-        }
-        if retry {
-            self.retry.push(id);
         }
     }
 }
@@ -258,8 +231,6 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         reset: 0,
         echoed: 0,
         blocked: 0,
-        starved: 0,
-        retry: Vec::new(),
     };
     let mac = net.mac.map(|b| format!("{b:02x}")).join(":");
     println!(
@@ -322,7 +293,6 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
             "echo_open_at_stop": open.len(),
             "echo_bytes": app.echoed,
             "echo_blocked_writes": app.blocked,
-            "echo_pool_starved_writes": app.starved,
             "duration_s": now.saturating_since(started).as_nanos() as f64 / 1e9,
         });
         net::write_json(path, &net::report_json(&stats, &ls, in_use, extra))?;

@@ -137,10 +137,6 @@ struct Sender {
     finished: bool,
     /// Writes `Tcp::send` took only in part (then `Event::Writable` resumed them).
     blocked: u64,
-    /// A write was cut short by an empty pool although the send buffer had room:
-    /// `Event::Writable` comes only from acknowledgments, so the write is retried at the
-    /// next iteration instead.
-    starved: bool,
     received: u64,
 }
 
@@ -169,9 +165,7 @@ impl Sender {
             self.off += n;
             self.taken += n as u64;
             if self.off < self.chunk.len() {
-                // Room left means the pool ran dry (`Tcp::send`), not the buffer.
-                self.starved = p.tcp().writable_bytes(id) > 0;
-                self.blocked += u64::from(!self.starved);
+                self.blocked += 1;
                 break;
             }
         }
@@ -186,9 +180,6 @@ impl Sender {
         now: Instant,
         id: ConnId,
     ) -> Result<()> {
-        if std::mem::take(&mut self.starved) {
-            self.fill(p, pool, now, id)?;
-        }
         while let Some(ev) = p.tcp().poll_event() {
             match ev {
                 Event::Opened(c) | Event::Writable(c) if c == id => self.fill(p, pool, now, id)?,
@@ -264,7 +255,6 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         taken: 0,
         finished: false,
         blocked: 0,
-        starved: false,
         received: 0,
     };
     let arp_timeout = Duration::from_secs(args.arp_timeout);
