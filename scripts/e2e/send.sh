@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # weir sends: the stack's send path against the Linux kernel's TCP over net_tap, through
-# the two examples on the stack's API (apps/examples/send_file.rs and echo.rs), each run
-# on DPDK's net_tap in a fresh network namespace with the kernel as the peer.
+# the two examples on the stack's API (apps/examples/send_file.rs and echo.rs), run one
+# after another on DPDK's net_tap in a network namespace this script creates, with the
+# kernel there as the peer (each run's tap is new; the kernel's addresses are 198.18.0.2
+# and 2001:2::2, weir's 198.18.0.1 and 2001:2::1).
 #
 # - send: send_file resolves the kernel's address by ARP, connects to a kernel
 #   `socat -u TCP4-LISTEN:5001,reuseaddr OPEN:FILE`, sends SEND_MB MiB of seeded bytes,
@@ -15,7 +17,6 @@
 #   receive stage before the pipeline, its transmit stage before the port), at the
 #   smaller sizes IMPAIRED_SEND_MB and IMPAIRED_ECHO_MB; weir must have retransmitted and
 #   both stages must have dropped, reordered and duplicated frames.
-#
 # - the limits: 16 echo connections with a 16 KiB send buffer each (writes must wait for
 #   Event::Writable, and no byte may be lost doing so); and a send to a kernel socket with
 #   a 4 KiB receive buffer whose reader starts 2 s late (the window closes: weir must
@@ -27,8 +28,8 @@
 # the bytes the application wrote all sent once (retransmissions counted apart).
 # Sizes: send 200 MiB and echo 4 x 25 MiB clean, send 50 MiB and echo 4 x 10 MiB impaired,
 # 16 x 4 MiB echoed and 4 MiB sent at the limits, 50 MiB sent and 2 x 4 MiB echoed over
-# IPv6 (--quick: 20, 4 x 5, 10, 4 x 2, 16 x 1, 1, 5, 2 x 1). About 45 s here. Needs root, /dev/net/tun, socat, jq, sha256sum; fails (never
-# skips) without them.
+# IPv6 (--quick: 20, 4 x 5, 10, 4 x 2, 16 x 1, 1, 5, 2 x 1). About 45 s here. Needs
+# root, /dev/net/tun, socat, jq, sha256sum; fails (never skips) without them.
 #
 #   scripts/e2e/send.sh [--quick]
 set -euo pipefail
