@@ -43,12 +43,14 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 7007,
           value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
-    /// Connections at once; more are refused with a RST.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    max_conns: usize,
+    /// Connections at once; more are refused with a RST (default: as many as the pool
+    /// holds with every connection's queues full, see `Net::size_tcp`).
+    #[arg(long, value_name = "N")]
+    max_conns: Option<usize>,
     /// Send buffer per connection in bytes (a small one makes writes wait for
-    /// `Event::Writable` often).
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
+    /// `Event::Writable` often). As the receive buffer by default, so the pool holds as
+    /// many connections as it can.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 10,
           value_parser = clap::value_parser!(u32).range(4096..=1 << 30))]
     snd_buf: u32,
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
@@ -212,12 +214,13 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     let stop = net::stop_on_signal()?;
     let net = Net::open("echo", eal, &args.net)?;
     let mut link = net.link()?;
-    let tcp = TcpConfig {
-        max_conns: args.max_conns,
+    let mut tcp = TcpConfig {
         snd_buf: args.snd_buf,
         seed: net::random_seed(),
         ..TcpConfig::default()
     };
+    let fit = net.size_tcp(&mut tcp, args.max_conns)?;
+    let max_conns = tcp.max_conns;
     let mut p: Pipeline<Mbuf> = Pipeline::new(net.pipeline_config(tcp, &[args.port]))
         .map_err(|e| anyhow!("cannot listen on port {}: {e}", args.port))?;
     let mut app = Echo {
@@ -230,7 +233,10 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         blocked: 0,
     };
     let mac = net.mac.map(|b| format!("{b:02x}")).join(":");
-    println!("echo: listening on {}:{} (mac {mac})", net.ip, args.port);
+    println!(
+        "echo: listening on {}:{} and [{}]:{} (mac {mac}), {max_conns} connections at most ({fit} fit the pool at full queues)",
+        net.ip, args.port, net.ip6, args.port
+    );
     let started = link.now();
     let deadline = args
         .duration
@@ -248,6 +254,9 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         p.poll_tx(now, link.pool(), &mut tx);
         link.tx_burst(now, &mut tx);
         iterations += 1;
+        if iterations % 4096 == 0 {
+            link.note_pool();
+        }
         if iterations % 1024 == 0
             && (stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d))
         {

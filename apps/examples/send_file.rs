@@ -1,7 +1,7 @@
-//! A client on weir's TCP: resolves the peer's MAC address by ARP, connects to
-//! ADDR:PORT, sends a file (or `--mb N` of seeded pseudo-random bytes), shuts down its
-//! write side, waits for the peer to close, and exits 0. It prints the SHA-256 of what it
-//! sent. A DPDK port (by default a net_tap vdev, `--no-pci`, as weir-sink's embedded
+//! A client on weir's TCP: resolves the peer's MAC address (ARP, or neighbour discovery
+//! for IPv6), connects to ADDR:PORT, sends a file (or `--mb N` of seeded pseudo-random
+//! bytes), shuts down its write side, waits for the peer to close, and exits 0. It prints
+//! the SHA-256 of what it sent. A DPDK port (by default a net_tap vdev, `--no-pci`, as weir-sink's embedded
 //! default), one core, the stack's call order written out in `run`.
 //!
 //! Writes follow the send buffer: a write that `Tcp::send` takes only in part waits for
@@ -17,7 +17,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::net::{IpAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -44,9 +44,10 @@ use stack::time::{Duration, Instant};
 struct Args {
     #[command(flatten)]
     net: NetArgs,
-    /// Where to connect (IPv4: the address is resolved by ARP).
+    /// Where to connect: IPv4 (the address is resolved by ARP) or IPv6 (`[ADDR]:PORT`,
+    /// resolved by neighbour discovery).
     #[arg(long, value_name = "ADDR:PORT")]
-    connect: SocketAddrV4,
+    connect: SocketAddr,
     /// The file to send.
     #[arg(long, value_name = "PATH", conflicts_with = "mb")]
     file: Option<PathBuf>,
@@ -56,10 +57,10 @@ struct Args {
     /// The seed of `--mb`'s bytes.
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
-    /// The next hop's MAC address (aa:bb:cc:dd:ee:ff): no ARP.
+    /// The next hop's MAC address (aa:bb:cc:dd:ee:ff): no ARP or neighbour discovery.
     #[arg(long, value_name = "MAC", value_parser = parse_mac)]
     peer_mac: Option<[u8; 6]>,
-    /// Give up when nothing answers ARP for this many seconds.
+    /// Give up when nothing answers ARP (or neighbour discovery) for this many seconds.
     #[arg(long, value_name = "S", default_value_t = 10)]
     arp_timeout: u64,
     /// Give up when the transfer has not ended after this many seconds.
@@ -188,8 +189,11 @@ impl Sender {
                     let n = p.tcp().recv(id, |s| s.iter().map(|s| usize::from(s.len)).sum())?;
                     self.received += n as u64;
                 }
+                Event::Reset(c) if c == id && self.taken == 0 && p.tcp().stats().conns_opened == 0 => {
+                    bail!("the connection was refused (a RST answered the SYN) or no SYN-ACK came")
+                }
                 Event::Reset(c) if c == id => bail!(
-                    "the connection was reset after {} bytes were written (refused by the peer, or retransmissions spent: see the stats)",
+                    "the connection was reset after {} bytes were written (a RST from the peer, or retransmissions spent: see tcp_rto_timeouts in the stats)",
                     self.taken
                 ),
                 _ => {}
@@ -231,13 +235,18 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     let stop = net::stop_on_signal()?;
     let net = Net::open("send_file", eal, &args.net)?;
     let mut link = net.link()?;
-    let tcp = TcpConfig {
+    let mut tcp = TcpConfig {
         seed: net::random_seed(),
         ..TcpConfig::default()
     };
+    net.size_tcp(&mut tcp, Some(1))?;
     let mut p: Pipeline<Mbuf> = Pipeline::new(net.pipeline_config(tcp, &[]))
         .map_err(|e| anyhow!("cannot set up TCP: {e}"))?;
-    let peer = *args.connect.ip();
+    let peer = args.connect.ip();
+    let local = match peer {
+        IpAddr::V4(_) => IpAddr::V4(net.ip),
+        IpAddr::V6(_) => IpAddr::V6(net.ip6),
+    };
     let mut sender = Sender {
         source,
         chunk: Vec::with_capacity(CHUNK),
@@ -251,18 +260,13 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     let arp_timeout = Duration::from_secs(args.arp_timeout);
     let connect = |p: &mut Pipeline<Mbuf>, now: Instant, mac: [u8; 6]| {
         p.tcp()
-            .connect(
-                now,
-                IpAddr::V4(net.ip),
-                args.connect.into(),
-                ConnectOpts::new(net.mac, mac),
-            )
+            .connect(now, local, args.connect, ConnectOpts::new(net.mac, mac))
             .map_err(|e| anyhow!("connect to {}: {e}", args.connect))
     };
     let started = link.now();
     let mut phase = match args.peer_mac {
         Some(mac) => Phase::Open(connect(&mut p, started, mac)?),
-        None => Phase::Resolving(Resolver::new(net.mac, net.ip, peer, arp_timeout)),
+        None => Phase::Resolving(Resolver::new(net.mac, local, peer, arp_timeout)),
     };
     let give_up = started + Duration::from_secs(args.timeout);
     let linger = Duration::from_millis(500);
@@ -301,7 +305,8 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
                     phase = Phase::Open(connect(&mut p, now, mac)?);
                 } else if res.gave_up(now) {
                     break Err(anyhow!(
-                        "nothing answered ARP for {peer} within {} s ({} requests): is the peer's address on the tap, and the tap up?",
+                        "nothing answered {} for {peer} within {} s ({} requests): is the peer's address on the tap, and the tap up?",
+                        if peer.is_ipv4() { "ARP" } else { "neighbour discovery" },
                         args.arp_timeout,
                         res.requests
                     ));
@@ -332,6 +337,9 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         p.poll_tx(now, link.pool(), &mut tx);
         link.tx_burst(now, &mut tx);
         iterations += 1;
+        if iterations % 4096 == 0 {
+            link.note_pool();
+        }
         if iterations % 1024 == 0 {
             if stop.load(Ordering::Relaxed) {
                 break Err(anyhow!(
@@ -376,6 +384,7 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
             "send_sha256": sha,
             "send_complete": outcome.is_ok(),
             "send_blocked_writes": sender.blocked,
+            // ARP requests, or neighbour solicitations for IPv6.
             "arp_requests": arp_requests,
             "peer_resolved": args.peer_mac.is_some() || arp_requests > 0,
             "bytes_received": sender.received,

@@ -15,26 +15,27 @@
 //! p.poll_tx(now, link.pool(), &mut tx); link.tx_burst(now, &mut tx);
 //! ```
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig, PortRxQueue, PortTxQueue, StashPool};
 use serde_json::{json, Value};
 use stack::ack::AckPolicy;
 use stack::buf::{BufPool, PacketBuf};
-use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::driver::{Burst, RxQueue, TxQueue, MAX_BURST};
 use stack::gro::GroConfig;
 use stack::impair::{ImpairConfig, ImpairStats, Impairment};
 use stack::pipeline::PipelineConfig;
 use stack::stats::Stats;
 use stack::tcp::TcpConfig;
 use stack::time::{Duration, Instant};
-use stack::wire::{arp, ethernet, LocalAddrs};
+use stack::wire::ipv4::protocol;
+use stack::wire::{arp, checksum, ethernet, icmp, ipv6, LocalAddrs};
 
 use crate::eal_args;
 
@@ -44,6 +45,9 @@ pub struct NetArgs {
     /// weir's IPv4 address on the port.
     #[arg(long = "ip", value_name = "ADDR", default_value = "198.18.0.1")]
     pub ip: Ipv4Addr,
+    /// weir's IPv6 address on the port.
+    #[arg(long = "ip6", value_name = "ADDR", default_value = "2001:2::1")]
+    pub ip6: Ipv6Addr,
     /// Name of the tap interface the embedded default creates (ignored with EAL options).
     #[arg(long, value_name = "NAME", default_value = "weirtap0")]
     pub tap_iface: String,
@@ -95,15 +99,30 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// Mbufs of the pool that never hold connection data: the port's RX ring (1024
+/// descriptors, `PortConfig::default`), the pool's per-lcore cache
+/// ([`dpdk::DEFAULT_CACHE`]), the transmit stash (2 x [`dpdk::STASH`]), a burst each way
+/// ([`MAX_BURST`]) and 1024 for the frames the impairment stages hold (a few hundred
+/// microseconds' worth) and for control frames.
+pub const RESERVED_MBUFS: usize =
+    1024 + dpdk::DEFAULT_CACHE as usize + 2 * dpdk::STASH + 2 * MAX_BURST + 1024;
+
+/// Payload bytes of a full segment (MSS 1448: a 1500-byte MTU less IPv4, TCP and the
+/// timestamp option), which is what one buffer of a send or receive queue holds.
+const SEG_BYTES: u32 = 1448;
+
 /// The EAL, one started port with one queue pair, and its mbuf pool.
 pub struct Net {
     port: Port,
     pool: Mempool,
+    mbufs: u32,
     clock: Clock,
     /// The port's MAC address.
     pub mac: [u8; 6],
     /// weir's IPv4 address ([`NetArgs::ip`]).
     pub ip: Ipv4Addr,
+    /// weir's IPv6 address ([`NetArgs::ip6`]).
+    pub ip6: Ipv6Addr,
     /// The port computes TX checksums (the pipeline leaves them to it).
     pub tx_csum: bool,
     impair: Option<(ImpairConfig, Option<u64>)>,
@@ -133,19 +152,62 @@ impl Net {
         Ok(Net {
             port,
             pool,
+            mbufs: args.mbufs,
             clock: Clock::new(&eal),
             mac,
             ip: args.ip,
+            ip6: args.ip6,
             tx_csum,
             impair: args.impair,
         })
+    }
+
+    /// Sizes `tcp` to the pool, so that no load can take the mbufs the port and the
+    /// frames need. The stack bounds each connection's send and receive queues
+    /// ([`TcpConfig::snd_buf`], [`TcpConfig::snd_slices`], [`TcpConfig::rxq_slices`]) and
+    /// the core's out-of-order data, but not the sum over connections: with more
+    /// connections than the pool holds at full queues, queues fill the pool and then no
+    /// frame can be built (no data, retransmission or ACK) and the RX ring cannot be
+    /// refilled, so every connection stalls. So: out-of-order data gets a quarter of the
+    /// pool less [`RESERVED_MBUFS`], each connection's queues are counted in buffers of one
+    /// full segment (and capped there), and `max_conns` (default: as many as fit) is the
+    /// connection table's size. Returns the number of connections that fit.
+    pub fn size_tcp(&self, tcp: &mut TcpConfig, max_conns: Option<usize>) -> Result<usize> {
+        let usable = (self.mbufs as usize).saturating_sub(RESERVED_MBUFS);
+        tcp.ooo_core_slices = usable / 4;
+        tcp.ooo_core_bytes = tcp.ooo_core_slices * SEG_BYTES as usize;
+        tcp.snd_slices = tcp.snd_slices.min(tcp.snd_buf.div_ceil(SEG_BYTES) as usize);
+        // Twice the full-segment count: room for the short segments of small writes.
+        tcp.rxq_slices = tcp
+            .rxq_slices
+            .min(2 * tcp.rcv_buf.div_ceil(SEG_BYTES) as usize);
+        let per_conn = tcp.snd_slices + tcp.rxq_slices;
+        let fit = (usable - tcp.ooo_core_slices) / per_conn.max(1);
+        if fit == 0 {
+            bail!(
+                "--mbufs {} is too few: one connection's queues need {per_conn} mbufs beyond the {RESERVED_MBUFS} the port and the frames keep and a quarter for out-of-order data",
+                self.mbufs
+            );
+        }
+        tcp.max_conns = match max_conns {
+            Some(n) if n > fit => {
+                tracing::warn!(
+                    "{n} connections at full queues would need more than the {} mbufs of the pool: {fit} fit (raise --mbufs)",
+                    self.mbufs
+                );
+                n
+            }
+            Some(n) => n,
+            None => fit,
+        };
+        Ok(fit)
     }
 
     /// A pipeline configuration for this port: its addresses, GRO on (defaults), `tcp`,
     /// the ports to listen on with Linux's ACK policy.
     pub fn pipeline_config(&self, tcp: TcpConfig, listen: &[u16]) -> PipelineConfig {
         PipelineConfig {
-            local: LocalAddrs::new(self.mac, Some(self.ip), None),
+            local: LocalAddrs::new(self.mac, Some(self.ip), Some(self.ip6)),
             gro: Some(GroConfig::default()),
             tcp,
             listen: listen.iter().map(|p| (*p, AckPolicy::linux())).collect(),
@@ -169,6 +231,7 @@ impl Net {
             impair_tx: stage(1),
             tx_packets: 0,
             tx_dropped: 0,
+            mbufs_in_use_peak: 0,
         })
     }
 
@@ -200,6 +263,8 @@ pub struct Link {
     pub tx_packets: u64,
     /// Frames the port refused (its ring full); freed.
     pub tx_dropped: u64,
+    /// The most mbufs [`Link::note_pool`] saw in use.
+    pub mbufs_in_use_peak: u64,
 }
 
 impl Link {
@@ -267,7 +332,14 @@ impl Link {
             impair_tx: s(&self.impair_tx),
             tx_packets: self.tx_packets,
             tx_dropped: self.tx_dropped,
+            mbufs_in_use_peak: self.mbufs_in_use_peak,
         }
+    }
+
+    /// Notes how many mbufs of the pool are in use (a walk over the pool's caches: call
+    /// it now and then, not per burst), for [`LinkStats::mbufs_in_use_peak`].
+    pub fn note_pool(&mut self) {
+        self.mbufs_in_use_peak = self.mbufs_in_use_peak.max(self.mempool.in_use() as u64);
     }
 
     /// Frames the transmit stage holds (delayed, not yet sent).
@@ -287,6 +359,8 @@ pub struct LinkStats {
     pub tx_packets: u64,
     /// Frames the port refused.
     pub tx_dropped: u64,
+    /// The most mbufs seen in use ([`Link::note_pool`]).
+    pub mbufs_in_use_peak: u64,
 }
 
 /// A copy of `m` from `pool` (the duplicate the impairment delivers), or `None` when the
@@ -312,20 +386,21 @@ pub fn corrupt_mbuf(m: &mut Mbuf, r: u64) -> bool {
     true
 }
 
-/// How often an unanswered ARP request is repeated (Linux `retrans_time_ms`, 1 s, is
-/// for a table entry; an open waiting on it asks more often).
-pub const ARP_EVERY: Duration = Duration::from_millis(200);
+/// How often an unanswered ARP request or neighbour solicitation is repeated (Linux's
+/// `retrans_time_ms`, 1 s, is for a table entry; an open waiting on it asks more often).
+pub const RESOLVE_EVERY: Duration = Duration::from_millis(200);
 
-/// Resolves one IPv4 next hop's MAC address for an active open (the stack makes no ARP
-/// requests: RFC 826 "Packet generation"). Sans-IO: [`Resolver::poll_tx`] builds a
-/// broadcast request every [`ARP_EVERY`] until [`Resolver::handle_rx`] sees the reply;
-/// after `timeout` it gives up ([`Resolver::gave_up`]). The frames stay where they are
-/// for the pipeline (which answers the peer's own requests for our address).
+/// Resolves one next hop's MAC address for an active open, by ARP for IPv4 (RFC 826) or
+/// neighbour discovery for IPv6 (RFC 4861 §7.2); the stack makes no requests of its own.
+/// Sans-IO: [`Resolver::poll_tx`] builds a broadcast request (a multicast solicitation)
+/// every [`RESOLVE_EVERY`] until [`Resolver::handle_rx`] sees the answer; `timeout` after
+/// the first it gives up ([`Resolver::gave_up`]). The frames stay where they are for the
+/// pipeline (which answers the peer's own requests for our address).
 #[derive(Debug, Clone)]
 pub struct Resolver {
     mac: [u8; 6],
-    ip: Ipv4Addr,
-    target: Ipv4Addr,
+    local: IpAddr,
+    target: IpAddr,
     found: Option<[u8; 6]>,
     next: Option<Instant>,
     deadline: Option<Instant>,
@@ -334,13 +409,16 @@ pub struct Resolver {
     pub requests: u64,
 }
 
+/// ICMPv6 length of a solicitation with its source link-layer address option.
+const NS_LEN: usize = icmp::ND_HEADER_LEN + 8;
+
 impl Resolver {
-    /// Resolves `target` for a port with `mac` and `ip`, giving up `timeout` after the
-    /// first request.
-    pub fn new(mac: [u8; 6], ip: Ipv4Addr, target: Ipv4Addr, timeout: Duration) -> Self {
+    /// Resolves `target` for a port with `mac` and the address `local` (of the same
+    /// family), giving up `timeout` after the first request.
+    pub fn new(mac: [u8; 6], local: IpAddr, target: IpAddr, timeout: Duration) -> Self {
         Resolver {
             mac,
-            ip,
+            local,
             target,
             found: None,
             next: None,
@@ -350,8 +428,8 @@ impl Resolver {
         }
     }
 
-    /// The target's MAC address, once a reply (or the target's own request, RFC 826's
-    /// merge) named it.
+    /// The target's MAC address, once an answer (or the target's own request for our
+    /// address: RFC 826's merge, RFC 4861 §7.2.3) named it.
     pub fn mac(&self) -> Option<[u8; 6]> {
         self.found
     }
@@ -361,30 +439,22 @@ impl Resolver {
         self.found.is_none() && self.deadline.is_some_and(|d| now >= d)
     }
 
-    /// Looks at every frame of a received burst for an ARP packet from the target.
+    /// Looks at every frame of a received burst for an answer from the target.
     pub fn handle_rx<B: PacketBuf>(&mut self, rx: &[B]) {
         if self.found.is_some() {
             return;
         }
         for b in rx {
-            if let Some(mac) = self.sender_mac(b.data()) {
+            let mac = match (self.local, self.target) {
+                (IpAddr::V4(l), IpAddr::V4(t)) => arp_sender(b.data(), l, t),
+                (IpAddr::V6(l), IpAddr::V6(t)) => nd_sender(b.data(), l, t),
+                _ => None,
+            };
+            if let Some(mac) = mac.filter(|m| !ethernet::is_group(m)) {
                 self.found = Some(mac);
                 return;
             }
         }
-    }
-
-    /// The sender's MAC when `frame` is an Ethernet/IPv4 ARP packet from the target.
-    fn sender_mac(&self, frame: &[u8]) -> Option<[u8; 6]> {
-        let eth = ethernet::Frame::new_checked(frame).ok()?;
-        if eth.ethertype() != ethernet::ethertype::ARP {
-            return None;
-        }
-        let p = arp::Packet::new_checked(eth.payload()).ok()?;
-        let r = arp::Repr::parse(&p).ok()?;
-        let ours = r.operation == arp::OP_REPLY || r.target_ip == self.ip;
-        (ours && r.sender_ip == self.target && !ethernet::is_group(&r.sender_mac))
-            .then_some(r.sender_mac)
     }
 
     /// Appends a request to `out` when one is due (the first at once). Returns whether it
@@ -398,32 +468,140 @@ impl Resolver {
         if self.found.is_some() || out.is_full() || self.next.is_some_and(|t| now < t) {
             return false;
         }
-        let Some(mut b) = pool.alloc(ethernet::MIN_FRAME_LEN) else {
+        let len = match self.target {
+            IpAddr::V4(_) => ethernet::MIN_FRAME_LEN,
+            IpAddr::V6(_) => ethernet::HEADER_LEN + ipv6::HEADER_LEN + NS_LEN,
+        };
+        let Some(mut b) = pool.alloc(len) else {
             return false;
         };
-        let d = b.data_mut();
-        d.fill(0);
-        ethernet::emit_header(
-            d,
-            ethernet::BROADCAST,
-            self.mac,
-            None,
-            ethernet::ethertype::ARP,
-        );
-        let body = &mut d[ethernet::HEADER_LEN..ethernet::HEADER_LEN + arp::PACKET_LEN];
-        arp::Repr {
-            operation: arp::OP_REQUEST,
-            sender_mac: self.mac,
-            sender_ip: self.ip,
-            target_mac: [0; 6],
-            target_ip: self.target,
+        let built = match (self.local, self.target) {
+            (IpAddr::V4(l), IpAddr::V4(t)) => emit_arp_request(b.data_mut(), self.mac, l, t),
+            (IpAddr::V6(l), IpAddr::V6(t)) => emit_solicitation(b.data_mut(), self.mac, l, t),
+            _ => false,
+        };
+        if !built {
+            return false;
         }
-        .emit(&mut arp::Packet::new_unchecked(body));
         out.push(b);
         self.requests += 1;
-        self.next = Some(now + ARP_EVERY);
+        self.next = Some(now + RESOLVE_EVERY);
         self.deadline.get_or_insert(now + self.timeout);
         true
+    }
+}
+
+/// A broadcast ARP request for `target` from `(mac, ip)` (RFC 826 "Packet generation"),
+/// padded to the minimum frame.
+fn emit_arp_request(d: &mut [u8], mac: [u8; 6], ip: Ipv4Addr, target: Ipv4Addr) -> bool {
+    let Some(body) = d.get_mut(ethernet::HEADER_LEN..ethernet::HEADER_LEN + arp::PACKET_LEN) else {
+        return false;
+    };
+    arp::Repr {
+        operation: arp::OP_REQUEST,
+        sender_mac: mac,
+        sender_ip: ip,
+        target_mac: [0; 6],
+        target_ip: target,
+    }
+    .emit(&mut arp::Packet::new_unchecked(body));
+    d[ethernet::HEADER_LEN + arp::PACKET_LEN..].fill(0);
+    ethernet::emit_header(d, ethernet::BROADCAST, mac, None, ethernet::ethertype::ARP);
+    true
+}
+
+/// The sender's MAC when `frame` is an ARP reply from `target`, or `target`'s request for
+/// our address `ip`.
+fn arp_sender(frame: &[u8], ip: Ipv4Addr, target: Ipv4Addr) -> Option<[u8; 6]> {
+    let eth = ethernet::Frame::new_checked(frame).ok()?;
+    if eth.ethertype() != ethernet::ethertype::ARP {
+        return None;
+    }
+    let p = arp::Packet::new_checked(eth.payload()).ok()?;
+    let r = arp::Repr::parse(&p).ok()?;
+    let ours = r.operation == arp::OP_REPLY || r.target_ip == ip;
+    (ours && r.sender_ip == target).then_some(r.sender_mac)
+}
+
+/// A neighbour solicitation for `target` from `(mac, ip)` to its solicited-node multicast
+/// address, with our link-layer address (RFC 4861 §4.3, §7.2.2: hop limit 255).
+fn emit_solicitation(d: &mut [u8], mac: [u8; 6], ip: Ipv6Addr, target: Ipv6Addr) -> bool {
+    let (src, target) = (ip.octets(), target.octets());
+    let dst = ipv6::solicited_node(&target);
+    let l3 = ethernet::HEADER_LEN;
+    let l4 = l3 + ipv6::HEADER_LEN;
+    if d.len() < l4 + NS_LEN {
+        return false;
+    }
+    ethernet::emit_header(
+        d,
+        ipv6::multicast_mac(&dst),
+        mac,
+        None,
+        ethernet::ethertype::IPV6,
+    );
+    ipv6::emit_header(
+        &mut d[l3..l4],
+        src,
+        dst,
+        protocol::ICMPV6,
+        NS_LEN as u16,
+        255,
+    );
+    let msg = &mut d[l4..l4 + NS_LEN];
+    msg.fill(0);
+    msg[icmp::ND_HEADER_LEN] = icmp::ND_OPT_SOURCE_LL;
+    msg[icmp::ND_HEADER_LEN + 1] = 1;
+    msg[icmp::ND_HEADER_LEN + 2..].copy_from_slice(&mac);
+    let mut p = icmp::Packet::new_unchecked(msg);
+    p.set_type_code(icmp::V6_NEIGHBOR_SOLICIT, 0);
+    p.set_nd(0, target);
+    p.fill_checksum(checksum::pseudo_v6(
+        src,
+        dst,
+        protocol::ICMPV6,
+        NS_LEN as u32,
+    ));
+    true
+}
+
+/// The target's MAC when `frame` is a valid neighbour advertisement for `target` (its
+/// target link-layer address, else the frame's source), or `target`'s solicitation for
+/// our address `ip` (its source link-layer address). RFC 4861 §7.1: hop limit 255, code
+/// 0, a correct checksum.
+fn nd_sender(frame: &[u8], ip: Ipv6Addr, target: Ipv6Addr) -> Option<[u8; 6]> {
+    let eth = ethernet::Frame::new_checked(frame).ok()?;
+    if eth.ethertype() != ethernet::ethertype::IPV6 {
+        return None;
+    }
+    let v6 = ipv6::Packet::new_checked(eth.payload()).ok()?;
+    if v6.next_header() != protocol::ICMPV6 || v6.hop_limit() != 255 {
+        return None;
+    }
+    let body = v6.payload();
+    let m = icmp::Packet::new_checked_nd(body).ok()?;
+    let pseudo = checksum::pseudo_v6(
+        v6.src_addr(),
+        v6.dst_addr(),
+        protocol::ICMPV6,
+        body.len() as u32,
+    );
+    if m.code() != 0 || !m.verify_checksum(pseudo) {
+        return None;
+    }
+    let opts = m.nd_options();
+    match m.msg_type() {
+        icmp::V6_NEIGHBOR_ADVERT if m.nd_target() == target.octets() => Some(
+            icmp::nd_lladdr_option(opts, icmp::ND_OPT_TARGET_LL)
+                .ok()?
+                .unwrap_or(eth.src_addr()),
+        ),
+        icmp::V6_NEIGHBOR_SOLICIT
+            if m.nd_target() == ip.octets() && v6.src_addr() == target.octets() =>
+        {
+            icmp::nd_lladdr_option(opts, icmp::ND_OPT_SOURCE_LL).ok()?
+        }
+        _ => None,
     }
 }
 
@@ -456,6 +634,7 @@ pub fn report_json(s: &Stats, link: &LinkStats, mbufs_in_use_at_exit: u64, extra
             "delivered": tx.delivered,
         },
         "mbufs_in_use_at_exit": mbufs_in_use_at_exit,
+        "mbufs_in_use_peak": link.mbufs_in_use_peak,
     });
     if let (Value::Object(m), Value::Object(a), Value::Object(b)) = (&mut v, more, extra) {
         m.extend(a);
@@ -510,7 +689,7 @@ mod tests {
 
     #[test]
     fn resolver_sends_a_broadcast_request_rfc826_and_repeats_it() {
-        let mut r = Resolver::new(MAC, IP, PEER, Duration::from_secs(1));
+        let mut r = Resolver::new(MAC, IP.into(), PEER.into(), Duration::from_secs(1));
         let mut pool = VecPool::new(8, 2048);
         let mut out: Burst<VecBuf> = Burst::new();
         let t0 = Instant::from_nanos(1_000);
@@ -524,7 +703,7 @@ mod tests {
         let q = arp::Repr::parse(&p).unwrap();
         assert_eq!(q.operation, arp::OP_REQUEST);
         assert_eq!((q.sender_mac, q.sender_ip, q.target_ip), (MAC, IP, PEER));
-        assert!(r.poll_tx(t0 + ARP_EVERY, &mut pool, &mut out));
+        assert!(r.poll_tx(t0 + RESOLVE_EVERY, &mut pool, &mut out));
         assert_eq!(r.requests, 2);
         assert!(!r.gave_up(t0 + Duration::from_millis(999)));
         assert!(r.gave_up(t0 + Duration::from_secs(1)));
@@ -532,7 +711,7 @@ mod tests {
 
     #[test]
     fn resolver_learns_the_targets_mac_from_its_reply_only() {
-        let mut r = Resolver::new(MAC, IP, PEER, Duration::from_secs(1));
+        let mut r = Resolver::new(MAC, IP.into(), PEER.into(), Duration::from_secs(1));
         let other = Ipv4Addr::new(198, 18, 0, 9);
         r.handle_rx(&[
             arp_frame(arp::OP_REPLY, ([2, 0, 0, 0, 0, 9], other), IP),
@@ -553,10 +732,48 @@ mod tests {
         assert!(!r.gave_up(Instant::from_nanos(u64::MAX)));
     }
 
+    const IP6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1);
+    const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2);
+
+    #[test]
+    fn resolver_solicits_a_neighbour_rfc4861_and_weirs_own_parser_answers_it() {
+        let mut r = Resolver::new(MAC, IP6.into(), PEER6.into(), Duration::from_secs(1));
+        let mut pool = VecPool::new(8, 2048);
+        let mut out: Burst<VecBuf> = Burst::new();
+        assert!(r.poll_tx(Instant::ZERO, &mut pool, &mut out));
+        let ns = out.pop().unwrap();
+        let dst = ipv6::solicited_node(&PEER6.octets());
+        let eth = ethernet::Frame::new_checked(ns.data()).unwrap();
+        assert_eq!(eth.dst_addr(), ipv6::multicast_mac(&dst));
+        // The peer's side: the stack's parser takes it as a solicitation for its address
+        // (checksum, hop limit, option checked) and the stack's advertisement answers it.
+        let peer = LocalAddrs::new(PEER_MAC, None, Some(PEER6));
+        let mut parsed = stack::wire::Parsed::Drop(stack::wire::DropReason::TruncatedEthernet);
+        stack::wire::parse_into(ns.data(), Default::default(), &peer, &mut parsed);
+        let stack::wire::Parsed::NeighborSolicit(req) = parsed else {
+            panic!("not taken as a solicitation: {parsed:?}");
+        };
+        assert_eq!(
+            (req.src_ip, req.target, req.source_ll),
+            (IP6, PEER6, Some(MAC))
+        );
+        let mut na = vec![0u8; 128];
+        let n = stack::wire::emit_neighbor_advert(&req, PEER_MAC, &mut na);
+        na.truncate(n);
+        r.handle_rx(&[VecBuf::from_vec(na.clone())]);
+        assert_eq!(r.mac(), Some(PEER_MAC));
+        // A damaged advertisement is not believed.
+        let mut r = Resolver::new(MAC, IP6.into(), PEER6.into(), Duration::from_secs(1));
+        let last = na.len() - 1;
+        na[last] ^= 1;
+        r.handle_rx(&[VecBuf::from_vec(na)]);
+        assert_eq!(r.mac(), None);
+    }
+
     #[test]
     fn resolver_takes_the_targets_own_request_for_our_address() {
         // RFC 826: the receiver of a request merges the sender's pair into its table.
-        let mut r = Resolver::new(MAC, IP, PEER, Duration::from_secs(1));
+        let mut r = Resolver::new(MAC, IP.into(), PEER.into(), Duration::from_secs(1));
         r.handle_rx(&[arp_frame(arp::OP_REQUEST, (PEER_MAC, PEER), IP)]);
         assert_eq!(r.mac(), Some(PEER_MAC));
     }

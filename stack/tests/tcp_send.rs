@@ -4,7 +4,7 @@
 //! `tcp_write_xmit`, `tcp_event_ack_sent`). Each test names what it checks.
 
 use stack::ack::{AckPolicy, AckReason};
-use stack::buf::{PayloadChain, PayloadSlice};
+use stack::buf::{BufPool, PayloadChain, PayloadSlice};
 use stack::mem::VecBuf;
 use stack::seq::SeqNumber;
 use stack::tcp::{ConnId, DropReason, Event, State, TcpConfig, TcpError};
@@ -395,6 +395,36 @@ fn writable_after_full_sk_stream_write_space() {
     h.ack_to(start + 5792);
     assert_eq!(h.tcp.events().count(), 0, "edge-triggered");
     assert_eq!(h.tcp.writable_bytes(id), 5792);
+}
+
+/// `Event::Writable` after a write the pool cut short (Linux `sk_stream_write_space`
+/// follows freed memory): the queue had room and nothing was in flight, so no
+/// acknowledgment could raise it; `poll_tx` does once the pool has a buffer again, once.
+#[test]
+fn writable_after_a_write_the_pool_cut_short_sk_stream_write_space() {
+    let (mut h, id) = established(SynOpts::all());
+    let _ = h.tcp.events().count();
+    let mut held = Vec::new();
+    while let Some(b) = h.pool.alloc(64) {
+        held.push(b);
+    }
+    assert_eq!(send(&mut h, id, &bytes(0, 5000)), 0, "no buffer");
+    assert!(
+        h.tcp.writable_bytes(id) > 0,
+        "the queue has room: the pool cut it"
+    );
+    assert_eq!(h.tcp.stats().send_alloc_failures, 1);
+    assert!(h.tx().is_empty());
+    assert_eq!(h.tcp.events().count(), 0, "the pool is still empty");
+    drop(held);
+    let _ = h.tx();
+    let ev: Vec<Event> = h.tcp.events().collect();
+    assert_eq!(ev, vec![Event::Writable(id)]);
+    let _ = h.tx();
+    assert_eq!(h.tcp.events().count(), 0, "edge-triggered");
+    assert_eq!(send(&mut h, id, &bytes(0, 5000)), 5000);
+    let got: Vec<u8> = h.tx_payload().into_iter().flat_map(|(_, p)| p).collect();
+    assert_eq!(got, bytes(0, 5000));
 }
 
 /// Zero-copy `send_bufs`: whole buffers are queued as they are and sent byte-exact; what

@@ -116,6 +116,11 @@ pub struct Tcp<B> {
     rcv_wscale: u8,
     /// RFC 6056 §3.3.3's `next_ephemeral`: advances with each ephemeral port handed out.
     next_ephemeral: u32,
+    /// Connections whose last write the pool cut short while their queue had room: no
+    /// acknowledgment may come to raise `Event::Writable` (nothing in flight), so
+    /// `poll_tx` raises it once the pool hands out a buffer again. At most one entry per
+    /// connection (`Snd::pool_starved`), so at most `max_conns`.
+    starved: Vec<(u32, u32)>,
 }
 
 impl<B: PacketBuf> Tcp<B> {
@@ -145,6 +150,7 @@ impl<B: PacketBuf> Tcp<B> {
             },
             rcv_wscale: ws,
             next_ephemeral: 0,
+            starved: Vec::with_capacity(cfg.max_conns),
             cfg,
         }
     }
@@ -262,8 +268,10 @@ impl<B: PacketBuf> Tcp<B> {
     /// bytes it took: all of them, or what fitted in the send buffer
     /// ([`TcpConfig::snd_buf`] bytes, [`TcpConfig::snd_slices`] buffers), 0 when it is
     /// full (then [`Event::Writable`] follows when acknowledgments free space) or the pool
-    /// is empty. A short write tail joins the last buffer when it has room, so small
-    /// writes do not take a buffer each.
+    /// is empty (then [`Event::Writable`] follows when [`Tcp::poll_tx`] next finds a
+    /// buffer in its pool: with nothing in flight no acknowledgment would come). A short
+    /// write tail joins the last buffer when it has room, so small writes do not take a
+    /// buffer each.
     ///
     /// The bytes leave in [`Tcp::poll_tx`]: cut at the peer's MSS less our options,
     /// within the peer's window and the congestion window; a segment smaller than the MSS
@@ -286,6 +294,10 @@ impl<B: PacketBuf> Tcp<B> {
             c.snd.writable_armed = true;
             if c.snd.room() > 0 {
                 self.ctx.stats.send_alloc_failures += 1;
+                if !c.snd.pool_starved && self.starved.len() < self.starved.capacity() {
+                    c.snd.pool_starved = true;
+                    self.starved.push((id.slot, id.gen));
+                }
             }
         }
         self.ctx.stats.bytes_written += n as u64;

@@ -15,7 +15,7 @@ use arrayvec::ArrayVec;
 use super::conn::{Conn, Ctx, Hold};
 use super::listen::HalfOpen;
 use super::timer::Kind;
-use super::{DropReason, State, Tcp};
+use super::{DropReason, Event, State, Tcp};
 use crate::ack::template::{sack_option, syn_options, AckTemplate, TcpFields};
 use crate::ack::{AckPush, AckReason};
 use crate::buf::{BufPool, PacketBuf};
@@ -520,7 +520,27 @@ impl<B: PacketBuf> Tcp<B> {
                 }
             }
         }
+        self.wake_starved(pool);
         out.len() - start
+    }
+
+    /// `Event::Writable` for the connections whose writes the pool cut short
+    /// (`Tcp::send`), once `pool` hands out a buffer again: Linux's
+    /// `sk_stream_write_space` follows freed memory, not only acknowledgments.
+    fn wake_starved<P: BufPool<Buf = B>>(&mut self, pool: &mut P) {
+        if self.starved.is_empty() || pool.alloc(1).is_none() {
+            return;
+        }
+        for (slot, gen) in self.starved.drain(..) {
+            let Some(c) = self.conns.get_gen_mut(slot, gen) else {
+                continue;
+            };
+            c.snd.pool_starved = false;
+            if c.snd.writable_armed && !c.closing.write_closed && c.snd.room() > 0 {
+                c.snd.writable_armed = false;
+                self.ctx.event(Event::Writable(c.id));
+            }
+        }
     }
 }
 

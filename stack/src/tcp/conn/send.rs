@@ -160,6 +160,9 @@ pub(crate) struct Snd<B> {
     pub(crate) cork: bool,
     /// A write found the queue full: `Event::Writable` is owed when space frees.
     pub(crate) writable_armed: bool,
+    /// A write found the pool empty (the queue had room) and the connection waits in
+    /// `Tcp::starved` for `poll_tx` to find a buffer again.
+    pub(crate) pool_starved: bool,
     /// The send side's timer and what it is for, as Linux's one retransmit timer and
     /// `icsk_pending`: the SYN's before the handshake completes; after it the SWS
     /// override or the persist timer while nothing is outstanding, and while data is
@@ -273,6 +276,7 @@ impl<B: PacketBuf> Snd<B> {
             nodelay: false,
             cork: false,
             writable_armed: false,
+            pool_starved: false,
             timer: None,
             timer_kind: SndTimer::Override,
             rto_at: None,
