@@ -168,8 +168,11 @@ impl<B: PacketBuf> Conn<B> {
             return;
         }
         self.closing.write_closed = true;
-        // No write can follow, so a short write's `Event::Writable` is no longer owed.
+        // No write can follow, so a short write's `Event::Writable` is no longer owed,
+        // nor one already queued and not yet taken by the application.
         self.snd.writable_armed = false;
+        let id = self.id;
+        ctx.events.retain(|e| *e != Event::Writable(id));
         match self.state {
             State::Established => self.state = State::FinWait1,
             State::CloseWait => self.state = State::LastAck,
