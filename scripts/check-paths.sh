@@ -13,8 +13,8 @@
 #      directory of the repository. The fragments in docs/lab/ are embedded in
 #      docs/lab.md by scripts/lab/all.sh, so their links resolve from docs/;
 #   3. no tracked file, except this one, mentions a numbered issue or session ("issue 3",
-#      "session 12"), DESIGN.md, PLAN.md, ../shared or shared/reference and shared/seeds:
-#      a user who clones weir has none of them.
+#      "session 12"), the origin's design and plan files, or its sibling folder of references
+#      and field reports (the patterns below): a user who clones weir has none of them.
 #
 # Prints each problem as FILE:LINE: what, and exits 1 if there is any (0 otherwise).
 # Needs only bash, git, grep and awk.
@@ -140,7 +140,7 @@ while IFS= read -r hit; do
   report "$hit"
 done < <(git grep -nIE --untracked \
   -e '(^|[^A-Za-z])[Ii]ssues? [0-9]' -e '(^|[^A-Za-z])[Ss]essions? [0-9]' \
-  -e 'DESIGN\.md' -e 'PLAN\.md' -e '\.\./shared' -e 'shared/(reference|seeds)' \
+  -e 'DESIG[N]\.md' -e 'PLA[N]\.md' -e '\.\./s[h]ared' -e 's[h]ared/(reference|seeds)' \
   -- . ":(exclude)$self" | sed -E 's/^([^:]+:[0-9]+):[[:space:]]*/\1: mentions what a clone does not have: /')
 
 if [ $problems -gt 0 ]; then
