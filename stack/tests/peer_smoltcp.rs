@@ -10,7 +10,6 @@ use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
-use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::tcp;
 use smoltcp::time::Instant as SInstant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
@@ -26,6 +25,7 @@ use stack::time::{Duration, Instant};
 use stack::wire::emit::emit_arp_reply;
 use stack::wire::parse::{parse, LocalAddrs, Parsed};
 use testkit::frames::{OUR_IP4, OUR_MAC, PEER_IP4, PEER_MAC, PORT};
+use testkit::smol::VDev;
 
 thread_local! {
     /// The virtual clock in ms, for smoltcp's TSval generator (a plain `fn`).
@@ -34,48 +34,6 @@ thread_local! {
 
 fn tsval() -> u32 {
     CLOCK_MS.with(|c| c.get())
-}
-
-/// smoltcp's device: frames in from the weir->peer link, frames out to a queue.
-struct VDev {
-    rx: VecDeque<Vec<u8>>,
-    tx: Vec<Vec<u8>>,
-}
-
-struct VRx(Vec<u8>);
-struct VTx<'a>(&'a mut Vec<Vec<u8>>);
-
-impl RxToken for VRx {
-    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        f(&self.0)
-    }
-}
-
-impl TxToken for VTx<'_> {
-    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        let mut v = vec![0u8; len];
-        let r = f(&mut v);
-        self.0.push(v);
-        r
-    }
-}
-
-impl Device for VDev {
-    type RxToken<'a> = VRx;
-    type TxToken<'a> = VTx<'a>;
-    fn receive(&mut self, _t: SInstant) -> Option<(VRx, VTx<'_>)> {
-        let f = self.rx.pop_front()?;
-        Some((VRx(f), VTx(&mut self.tx)))
-    }
-    fn transmit(&mut self, _t: SInstant) -> Option<VTx<'_>> {
-        Some(VTx(&mut self.tx))
-    }
-    fn capabilities(&self) -> DeviceCapabilities {
-        let mut c = DeviceCapabilities::default();
-        c.medium = Medium::Ethernet;
-        c.max_transmission_unit = 1514;
-        c
-    }
 }
 
 fn byte_at(conn: usize, off: usize) -> u8 {

@@ -69,14 +69,19 @@ fn smol_now(t: Instant) -> SInstant {
 }
 
 /// smoltcp's device: frames in from the link, frames out into a queue [`Net::peer_tx`]
-/// empties. 1514-byte frames (MTU 1500).
-struct VDev {
-    rx: VecDeque<Vec<u8>>,
-    tx: Vec<Vec<u8>>,
+/// empties. 1514-byte frames (MTU 1500). Also the device of `stack/tests/peer_smoltcp.rs`.
+#[derive(Default)]
+pub struct VDev {
+    /// Frames for smoltcp to receive, oldest first.
+    pub rx: VecDeque<Vec<u8>>,
+    /// Frames smoltcp transmitted, for the caller to take.
+    pub tx: Vec<Vec<u8>>,
 }
 
-struct VRx(Vec<u8>);
-struct VTx<'a>(&'a mut Vec<Vec<u8>>);
+/// A received frame handed to smoltcp.
+pub struct VRx(Vec<u8>);
+/// Where smoltcp writes a frame it transmits.
+pub struct VTx<'a>(&'a mut Vec<Vec<u8>>);
 
 impl RxToken for VRx {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
