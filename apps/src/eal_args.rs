@@ -151,6 +151,35 @@ pub fn bench_eal_args(program: &str, lcores: &str, memory: Memory, no_huge_mb: u
     a
 }
 
+/// Splits `argv` ([`split`]), applies `--config` ([`crate::config::apply`]) and parses the
+/// program's options as `T`, the way every weir program starts. On a usage error it prints
+/// one line (`PROG: error: ... (see PROG --help)`) and returns exit code 2; `--help` and
+/// `--version` print and exit as clap does.
+pub fn parse_program<T: clap::Parser>(
+    prog: &str,
+    argv: Vec<String>,
+) -> Result<(T, SplitArgs), std::process::ExitCode> {
+    let mut split = split(argv);
+    match crate::config::apply(split.app, &<T as clap::CommandFactory>::command()) {
+        Ok(app) => split.app = app,
+        Err(e) => {
+            eprintln!("{prog}: error: {e}");
+            return Err(std::process::ExitCode::from(2));
+        }
+    }
+    match T::try_parse_from(&split.app) {
+        Ok(a) => Ok((a, split)),
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("{prog}: error: {first} (see {prog} --help)");
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -304,24 +304,9 @@ pub fn summary(r: &GenReport) -> String {
 /// Entry point: parses the command line, runs, and maps errors to one line and an exit
 /// code (2 for usage errors, 1 for run-time errors).
 pub fn main(argv: Vec<String>) -> ExitCode {
-    let mut split = eal_args::split(argv);
-    match crate::config::apply(split.app, &<GenArgs as clap::CommandFactory>::command()) {
-        Ok(app) => split.app = app,
-        Err(e) => {
-            eprintln!("weir-gen: error: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let args = match GenArgs::try_parse_from(&split.app) {
-        Ok(a) => a,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("weir-gen: error: {first} (see weir-gen --help)");
-            return ExitCode::from(2);
-        }
+    let (args, split) = match eal_args::parse_program::<GenArgs>("weir-gen", argv) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
     };
     let cfg = match args.config() {
         Ok(c) => c,

@@ -26,7 +26,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Parser;
 use crossbeam_queue::ArrayQueue;
 use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
 use stack::gro::GroConfig;
@@ -45,24 +44,9 @@ use crate::eal_args;
 /// Entry point: parses the command line, runs, and maps errors to one line and an exit
 /// code (2 for usage errors, 1 for run-time errors).
 pub fn main(argv: Vec<String>) -> ExitCode {
-    let mut split = eal_args::split(argv);
-    match crate::config::apply(split.app, &<SinkArgs as clap::CommandFactory>::command()) {
-        Ok(app) => split.app = app,
-        Err(e) => {
-            eprintln!("weir-sink: error: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let args = match SinkArgs::try_parse_from(&split.app) {
-        Ok(a) => a,
-        Err(e) if !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("weir-sink: error: {first} (see weir-sink --help)");
-            return ExitCode::from(2);
-        }
+    let (args, split) = match eal_args::parse_program::<SinkArgs>("weir-sink", argv) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
     };
     if let Err(e) = args.validate() {
         eprintln!("weir-sink: error: {e}");
