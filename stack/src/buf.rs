@@ -129,6 +129,48 @@ pub trait BufPool {
     /// A buffer whose `data()` is exactly `len` bytes long (contents unspecified), or
     /// `None` when the pool is exhausted or `len` exceeds the buffer size.
     fn alloc(&mut self, len: usize) -> Option<Self::Buf>;
+
+    /// `true` if [`BufPool::alloc_with_payload`] may return frames: TCP then asks it first
+    /// for each data segment whose payload lies in one queued buffer. `false` (the
+    /// default) spares it the look-up.
+    #[inline(always)]
+    fn prefills(&self) -> bool {
+        false
+    }
+
+    /// A frame for a data segment whose payload is already in place: `hdr_len + len`
+    /// bytes on the wire, of which the first `hdr_len` (the headers) are writable through
+    /// [`PacketBuf::data_mut`] and the next `len` already hold
+    /// `src.data()[off..off + len]`, either in a buffer the pool keeps stamped with those
+    /// bytes or chained behind the header by reference (an mbuf chain; the port must
+    /// send multi-segment frames). Nothing may write past the headers. With it comes the
+    /// payload's one's-complement sum, so the TCP checksum costs the headers only
+    /// (RFC 1071 §2: sums are associative; the payload starts at an even offset of the
+    /// TCP segment, whose header is a multiple of 4 bytes).
+    ///
+    /// `None` (the default): the pool cannot do it for these bytes, and TCP allocates
+    /// with [`BufPool::alloc`] and copies. docs/decisions/send-path.md has the design.
+    #[inline(always)]
+    fn alloc_with_payload(
+        &mut self,
+        hdr_len: usize,
+        src: &Self::Buf,
+        off: usize,
+        len: usize,
+    ) -> Option<Prefilled<Self::Buf>> {
+        let _ = (hdr_len, src, off, len);
+        None
+    }
+}
+
+/// A frame whose payload [`BufPool::alloc_with_payload`] put in place.
+#[derive(Debug)]
+pub struct Prefilled<B> {
+    /// The frame: writable headers, then the payload.
+    pub buf: B,
+    /// The payload's one's-complement sum (RFC 1071), folded to 16 bits, not
+    /// complemented, as if it started at an even offset.
+    pub payload_sum: u16,
 }
 
 /// Longest payload chain GRO builds: 64 segments (a 64 KiB run of 1448-byte segments is

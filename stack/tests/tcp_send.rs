@@ -497,3 +497,108 @@ fn persist_probes_back_off_then_give_up_rfc9293_3_8_6_1() {
     assert_eq!(h.tcp.stats().window_probes, 3);
     assert_eq!(h.tcp.stats().drops(DropReason::PersistTimeout), 1);
 }
+
+/// A pool that puts each segment's payload in place itself (as weir-gen's stamped pool
+/// and mbuf chains by reference do), modelled on a `VecPool`: it copies the bytes into
+/// the frame where a stamped buffer would already hold them, and sums them once.
+struct Prefilling {
+    inner: stack::mem::VecPool,
+    prefilled: usize,
+}
+
+impl BufPool for Prefilling {
+    type Buf = VecBuf;
+    fn alloc(&mut self, len: usize) -> Option<VecBuf> {
+        self.inner.alloc(len)
+    }
+    fn prefills(&self) -> bool {
+        true
+    }
+    fn alloc_with_payload(
+        &mut self,
+        hdr_len: usize,
+        src: &VecBuf,
+        off: usize,
+        len: usize,
+    ) -> Option<stack::buf::Prefilled<VecBuf>> {
+        use stack::buf::PacketBuf;
+        let payload = src.data().get(off..off + len)?;
+        let mut b = self.inner.alloc(hdr_len + len)?;
+        b.data_mut()[hdr_len..].copy_from_slice(payload);
+        self.prefilled += 1;
+        let payload_sum = stack::wire::checksum::fold(stack::wire::checksum::add(0, payload));
+        Some(stack::buf::Prefilled {
+            buf: b,
+            payload_sum,
+        })
+    }
+}
+
+/// Frames whose payload the pool put in place (`BufPool::alloc_with_payload`) are the
+/// frames a copy builds, byte for byte (checksums, PSH and all); a segment whose bytes
+/// span two queued buffers is copied.
+#[test]
+fn prefilled_payload_frames_equal_copied_ones() {
+    let run = |prefill: bool| {
+        let (mut h, id) = established(SynOpts::all());
+        let mut chain = PayloadChain::new();
+        // Two writes, the first 100 bytes short of 3 segments: the third segment
+        // straddles the two buffers.
+        let first = 3 * 1448 - 100;
+        for (i, (from, n)) in [(0usize, first), (first, 3620)].into_iter().enumerate() {
+            let mut frame = vec![0xee; 7 + i];
+            frame.extend_from_slice(&bytes(from, n));
+            let s = PayloadSlice {
+                buf: VecBuf::from_vec(frame),
+                off: (7 + i) as u16,
+                len: n as u16,
+            };
+            assert!(chain.push(s).is_ok());
+            assert_eq!(h.tcp.send_bufs(h.now, id, &mut chain), Ok(n));
+        }
+        let mut pool = Prefilling {
+            inner: stack::mem::VecPool::new(64, 2048),
+            prefilled: 0,
+        };
+        let mut out: stack::driver::Burst<VecBuf> = stack::driver::Burst::new();
+        if prefill {
+            h.tcp.poll_tx(h.now, &mut pool, &mut out, false);
+        } else {
+            h.tcp.poll_tx(h.now, &mut pool.inner, &mut out, false);
+        }
+        let frames: Vec<Vec<u8>> = out.into_iter().map(VecBuf::into_vec).collect();
+        (frames, pool.prefilled)
+    };
+    let (copied, none) = run(false);
+    let (prefilled, n) = run(true);
+    assert_eq!(none, 0);
+    assert_eq!(copied.len(), 6, "7864 bytes in segments of 1448");
+    assert_eq!(prefilled, copied, "the same frames, byte for byte");
+    // Segments 0 and 1 lie in the first buffer, 3-5 in the second; segment 2 spans both.
+    assert_eq!(n, 5);
+    let local = stack::wire::LocalAddrs::new(PEER_MAC, Some(PEER_IP4), None);
+    for f in &prefilled {
+        let stack::wire::parse::Parsed::Tcp(_) = stack::wire::parse::parse(
+            f,
+            stack::buf::RxChecksum::default(),
+            &local,
+        ) else {
+            panic!("a frame with bad checksums");
+        };
+    }
+}
+
+/// `set_push(false)`: no segment carries PSH, where by default the last segment of each
+/// write does (RFC 9293 §3.9.1).
+#[test]
+fn set_push_off_sends_no_psh() {
+    for on in [true, false] {
+        let (mut h, id) = established(SynOpts::all());
+        h.tcp.set_push(id, on).expect("known connection");
+        assert_eq!(send(&mut h, id, &bytes(0, 3000)), 3000);
+        let out = h.tx();
+        assert_eq!(out.len(), 3);
+        let pushed = out.iter().filter(|m| m.flags.contains(TcpFlags::PSH)).count();
+        assert_eq!(pushed, usize::from(on));
+    }
+}

@@ -8,7 +8,7 @@
 //! and fills lengths and checksums: in software, or the pseudo-header sum plus a TX
 //! checksum offload request (DPDK's convention) when the caller asks and the buffer agrees.
 
-use crate::buf::{BufPool, PacketBuf, TxChecksumOffload};
+use crate::buf::{BufPool, PacketBuf, Prefilled, TxChecksumOffload};
 use crate::flow::{FlowKey, NO_VLAN};
 use crate::seq::SeqNumber;
 use crate::wire::checksum;
@@ -168,7 +168,7 @@ impl AckTemplate {
             } else {
                 TcpFlags::NONE
             };
-            self.patch(&mut d[..total], hdrs, f, more);
+            self.patch(&mut d[..total], hdrs, total, f, more);
         }
         let l2 = usize::from(self.l2_len);
         let l3 = usize::from(self.l3_len);
@@ -200,13 +200,86 @@ impl AckTemplate {
         Some(buf)
     }
 
-    /// Writes lengths and per-segment fields into a copy of the template; `d` is the
-    /// whole frame, its TCP header ending at `hdrs`.
-    fn patch(&self, d: &mut [u8], hdrs: usize, f: &TcpFields, more: TcpFlags) {
+    /// As [`AckTemplate::build_with_payload`] for a segment whose `payload_len` payload
+    /// bytes the pool puts in place itself ([`BufPool::alloc_with_payload`]: the bytes
+    /// `src.data()[off..off + payload_len]`, stamped or chained by reference): only the
+    /// headers are written, and the TCP checksum is the headers' sum plus the pool's sum
+    /// of the payload. `more` is added to `f.flags`. `None` when the pool cannot (the
+    /// caller copies instead) or the segment would be too long.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn build_prefilled<P: BufPool>(
+        &self,
+        pool: &mut P,
+        f: &TcpFields,
+        extra: &[u8],
+        src: &P::Buf,
+        off: usize,
+        payload_len: usize,
+        more: TcpFlags,
+        tx_csum_offload: bool,
+    ) -> Option<P::Buf> {
+        let opt_room = 40 - if self.ts { 12 } else { 0 };
+        let extra = &extra[..extra.len().min(opt_room) & !3];
+        let hlen = usize::from(self.len);
+        let hdrs = hlen + extra.len();
+        let total = hdrs + payload_len;
+        if total - usize::from(self.l2_len) > usize::from(u16::MAX) {
+            return None;
+        }
+        let Prefilled {
+            mut buf,
+            payload_sum,
+        } = pool.alloc_with_payload(hdrs, src, off, payload_len)?;
+        {
+            let d = buf.data_mut().get_mut(..hdrs)?;
+            d[..hlen].copy_from_slice(&self.hdr[..hlen]);
+            d[hlen..hdrs].copy_from_slice(extra);
+            self.patch(d, hdrs, total, f, more);
+        }
         let l2 = usize::from(self.l2_len);
         let l3 = usize::from(self.l3_len);
         let t = l2 + l3;
-        let total = d.len();
+        let tcp_len = total - t;
+        let mut done = false;
+        if tx_csum_offload {
+            let ph = checksum::fold(self.pseudo + tcp_len as u64);
+            let d = buf.data_mut();
+            d[t + 16..t + 18].copy_from_slice(&ph.to_be_bytes());
+            if !self.v6 {
+                d[l2 + 10] = 0;
+                d[l2 + 11] = 0;
+            }
+            done = buf.request_tx_checksum(TxChecksumOffload {
+                l2_len: self.l2_len,
+                l3_len: u16::from(self.l3_len),
+                ipv4: !self.v6,
+            });
+        }
+        if !done {
+            let d = &mut buf.data_mut()[..hdrs];
+            if !self.v6 {
+                d[l2 + 10] = 0;
+                d[l2 + 11] = 0;
+                let c = checksum::checksum(&d[l2..t]);
+                d[l2 + 10..l2 + 12].copy_from_slice(&c.to_be_bytes());
+            }
+            d[t + 16] = 0;
+            d[t + 17] = 0;
+            let sum = checksum::add(self.pseudo + tcp_len as u64, &d[t..hdrs])
+                + u64::from(payload_sum);
+            let c = !checksum::fold(sum);
+            d[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
+        }
+        Some(buf)
+    }
+
+    /// Writes lengths and per-segment fields into a copy of the template; `d` holds at
+    /// least the headers, the TCP header ending at `hdrs`, of a frame of `total` bytes.
+    fn patch(&self, d: &mut [u8], hdrs: usize, total: usize, f: &TcpFields, more: TcpFlags) {
+        let l2 = usize::from(self.l2_len);
+        let l3 = usize::from(self.l3_len);
+        let t = l2 + l3;
         let tcp_len = total - t;
         if self.v6 {
             d[l2 + 4..l2 + 6].copy_from_slice(&(tcp_len as u16).to_be_bytes());

@@ -112,6 +112,13 @@ pub struct TcpConfig {
     /// Loss detection for peers that permitted SACK: RACK-TLP (the default, as Linux) or
     /// RFC 6675's DupThresh alone. Peers without SACK get NewReno either way.
     pub loss_detection: SackLossDetection,
+    /// Most data segments one connection builds before `poll_tx` moves on to the next
+    /// connection due (it comes back after them while the burst has room): a round-robin
+    /// quantum, as a fair-queueing qdisc gives each flow, so one bulk sender cannot hold
+    /// the burst while other connections owe ACKs. 16 segments (23 KiB at MSS 1448) is a
+    /// third of a 64 KiB TSO burst; 1 interleaves connections segment by segment, as a
+    /// busy NIC queue fed by many sockets without TSO does (weir-gen's `--interleave`).
+    pub tx_quota: u32,
 }
 
 impl Default for TcpConfig {
@@ -141,6 +148,7 @@ impl Default for TcpConfig {
             max_retries: 15,
             cc: CcConfig::default(),
             loss_detection: SackLossDetection::Rack,
+            tx_quota: 16,
         }
     }
 }

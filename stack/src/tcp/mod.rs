@@ -365,6 +365,19 @@ impl<B: PacketBuf> Tcp<B> {
         Ok(())
     }
 
+    /// Whether the segment that carries each write's last byte gets PSH (RFC 9293
+    /// §3.9.1; Linux always pushes at the end of `sendmsg`, `tcp_push`). On by default.
+    /// Off: no segment of later writes carries PSH, a sender that never pushes, which is
+    /// what a receiver's GRO sees from some stacks (the lab's PSH experiment).
+    pub fn set_push(&mut self, id: ConnId, on: bool) -> Result<(), TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        c.snd.push_writes = on;
+        Ok(())
+    }
+
     /// Resets the connection (RST) and forgets it.
     pub fn abort(&mut self, id: ConnId) -> Result<(), TcpError> {
         let c = self

@@ -344,15 +344,33 @@ impl<B: PacketBuf> Conn<B> {
                 tsecr: self.rcv.ts_recent,
             },
         };
-        let snd = &mut self.snd;
-        let fill = |d: &mut [u8]| {
-            let psh = snd.copy_out(seq, d)?;
-            Some(if psh { TcpFlags::PSH } else { TcpFlags::NONE })
+        // The payload: put in place by the pool when it can (a stamped buffer or a chain
+        // by reference, `BufPool::alloc_with_payload`), else copied into the frame.
+        let prefilled = if pool.prefills() {
+            match self.snd.locate(seq, len as usize) {
+                Some((src, off, psh)) => {
+                    let more = if psh { TcpFlags::PSH } else { TcpFlags::NONE };
+                    self.tmpl
+                        .build_prefilled(pool, &f, &opt[..n], src, off, len as usize, more, offload)
+                }
+                None => None,
+            }
+        } else {
+            None
         };
-        let b = self
-            .tmpl
-            .build_with_payload(pool, &f, &opt[..n], len as usize, fill, offload)
-            .ok_or(())?;
+        let b = match prefilled {
+            Some(b) => b,
+            None => {
+                let snd = &mut self.snd;
+                let fill = |d: &mut [u8]| {
+                    let psh = snd.copy_out(seq, d)?;
+                    Some(if psh { TcpFlags::PSH } else { TcpFlags::NONE })
+                };
+                self.tmpl
+                    .build_with_payload(pool, &f, &opt[..n], len as usize, fill, offload)
+                    .ok_or(())?
+            }
+        };
         let probe = tlp.is_some();
         if probe {
             self.snd.tlp_due = None;
@@ -402,12 +420,6 @@ pub(crate) enum Sent {
     Probe,
 }
 
-/// Most data segments one connection builds before `poll_tx` moves on to the next
-/// connection due (it comes back after them while the burst has room): a
-/// round-robin quantum, as a fair-queueing qdisc gives each flow, so one bulk sender
-/// cannot hold the burst while other connections owe ACKs. 16 segments (23 KiB at MSS
-/// 1448) is a third of a 64 KiB TSO burst.
-const TX_QUOTA: u32 = 16;
 
 impl<B: PacketBuf> Tcp<B> {
     /// Builds every segment due (data, ACKs, FINs, RSTs, SYN-ACKs) into buffers from
@@ -435,8 +447,9 @@ impl<B: PacketBuf> Tcp<B> {
             };
             let mut stop = false;
             let mut data = 0;
+            let quota = self.cfg.tx_quota.max(1);
             // A connection owes at most a RST, its queued ACKs (bounded), data (bounded
-            // by its windows and by `TX_QUOTA` per turn) and a FIN.
+            // by its windows and by `TcpConfig::tx_quota` per turn) and a FIN.
             loop {
                 if out.is_full() {
                     stop = true;
@@ -475,7 +488,7 @@ impl<B: PacketBuf> Tcp<B> {
                             Sent::Probe => self.ctx.stats.window_probes += 1,
                         }
                         out.push(b);
-                        if data >= TX_QUOTA && c.snd.unsent() > 0 {
+                        if data >= quota && c.snd.unsent() > 0 {
                             break;
                         }
                     }
@@ -491,7 +504,7 @@ impl<B: PacketBuf> Tcp<B> {
                 return out.len() - start;
             }
             self.ctx.due.pop_front();
-            if data >= TX_QUOTA && c.snd.unsent() > 0 {
+            if data >= quota && c.snd.unsent() > 0 {
                 // Its turn is over: to the back of the queue, still due.
                 self.ctx.due.push_back((slot, gen));
                 continue;

@@ -158,6 +158,8 @@ pub(crate) struct Snd<B> {
     pub(crate) nodelay: bool,
     /// TCP_CORK: small segments wait.
     pub(crate) cork: bool,
+    /// PSH on the segment that carries each write's last byte (`Tcp::set_push`).
+    pub(crate) push_writes: bool,
     /// A write found the queue full: `Event::Writable` is owed when space frees.
     pub(crate) writable_armed: bool,
     /// A write found the pool empty (the queue had room) and the connection waits in
@@ -275,6 +277,7 @@ impl<B: PacketBuf> Snd<B> {
             sml: una,
             nodelay: false,
             cork: false,
+            push_writes: true,
             writable_armed: false,
             pool_starved: false,
             timer: None,
@@ -442,6 +445,9 @@ impl<B: PacketBuf> Snd<B> {
         self.q_bytes += n;
         self.end += n as usize;
         let end = self.end;
+        if !self.push_writes {
+            return;
+        }
         if let Some(t) = self.q.back_mut() {
             t.push_at = Some(end);
         }
@@ -709,6 +715,38 @@ impl<B: PacketBuf> Snd<B> {
     /// Copies `dst.len()` queued bytes starting at `seq` into `dst`; returns whether a
     /// write ends inside them (the segment gets PSH). `false` and nothing copied when
     /// they are not all queued (cannot happen for a cut from [`Snd::cut`]).
+    /// The one queued buffer that holds all of `[seq, seq + len)`, with the offset of
+    /// `seq` in its data and whether the segment carries a write's end (PSH), for a pool
+    /// that puts the payload in place itself (`BufPool::alloc_with_payload`). `None`
+    /// when the bytes span buffers (they are copied, [`Snd::copy_out`]) or are not queued.
+    pub(crate) fn locate(&mut self, seq: SeqNumber, len: usize) -> Option<(&B, usize, bool)> {
+        let end = seq + len;
+        if len == 0 || seq < self.q_seq || end > self.end {
+            return None;
+        }
+        let (mut i, mut start) = if seq >= self.cursor.1 && self.cursor.0 < self.q.len() {
+            self.cursor
+        } else {
+            (0, self.q_seq)
+        };
+        loop {
+            let l = usize::from(self.q.get(i)?.s.len);
+            let sl_end = start + l;
+            if seq >= sl_end {
+                i += 1;
+                start = sl_end;
+                continue;
+            }
+            if end > sl_end {
+                return None;
+            }
+            self.cursor = (i, start);
+            let sl = self.q.get(i)?;
+            let psh = sl.push_at.is_some_and(|p| p > seq && p <= end);
+            return Some((&sl.s.buf, usize::from(sl.s.off) + (seq - start), psh));
+        }
+    }
+
     pub(crate) fn copy_out(&mut self, seq: SeqNumber, dst: &mut [u8]) -> Option<bool> {
         let end = seq + dst.len();
         if seq < self.q_seq || end > self.end {
