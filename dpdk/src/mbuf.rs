@@ -141,7 +141,13 @@ impl Mbuf {
     /// The first segment's bytes, writable.
     pub fn data_mut(&mut self) -> &mut [u8] {
         let m = self.m_mut();
-        // SAFETY: as in `data`, and &mut self makes the access exclusive (no clones exist).
+        if m.ol_flags & dpdk_sys::RTE_MBUF_F_INDIRECT != 0 {
+            // An indirect mbuf's bytes belong to the mbuf it is attached to, which others
+            // read ([`SharedData::reference`]): they are never writable through it.
+            return &mut [];
+        }
+        // SAFETY: as in `data`, and &mut self makes the access exclusive (no clones exist;
+        // a direct mbuf's data is its own).
         unsafe {
             std::slice::from_raw_parts_mut(
                 m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
@@ -570,6 +576,37 @@ impl SharedData {
     /// The raw mbuf (for FFI that only reads it).
     pub fn as_ptr(&self) -> *const dpdk_sys::rte_mbuf {
         self.m.as_ptr().cast_const()
+    }
+
+    /// A buffer of its own whose data is `len` shared bytes from `off`, by reference: an
+    /// mbuf from `pool` attached to the shared data (`rte_pktmbuf_attach`, one more
+    /// reference), read-only ([`Mbuf::data_mut`] of an indirect mbuf is empty, and it has
+    /// no tailroom). For handing a generator's payload to TCP's send queue without a copy
+    /// (`stack::tcp::Tcp::send_bufs`). `None` when the range is not inside the data,
+    /// `pool` is empty or the data has [`MAX_SHARED_REFS`] references.
+    pub fn reference(&self, pool: &crate::Mempool, off: u16, len: u16) -> Option<Mbuf> {
+        if usize::from(off) + usize::from(len) > self.data().len()
+            || self.references() >= MAX_SHARED_REFS
+        {
+            return None;
+        }
+        let mi = pool.alloc_empty()?;
+        let p = mi.into_raw().as_ptr();
+        // SAFETY: `p` is a fresh mbuf of a pktmbuf pool (direct, refcnt 1, one segment),
+        // as rte_pktmbuf_attach requires; `self.m` is a valid direct mbuf. After the
+        // attach `p` points into its buffer: data_off + off + len stays within the data
+        // (checked above), and buf_len is cut to the range's end so nothing can append
+        // into the shared bytes (rte_pktmbuf_detach restores it at the free). `p` is then
+        // owned by the returned Mbuf.
+        unsafe {
+            dpdk_sys::rte_pktmbuf_attach(p, self.m.as_ptr());
+            let r = &mut *p;
+            r.data_off += off;
+            r.data_len = len;
+            r.pkt_len = u32::from(len);
+            r.buf_len = r.data_off + len;
+            Some(Mbuf::from_raw(NonNull::new_unchecked(p)))
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! mbuf by reference read back exactly the header plus that slice, hold one reference each
 //! while they live, give it back when freed (the shared mbuf returns to its pool with the
 //! last one), refuse ranges outside the data and references past the 16-bit count, and
-//! cannot be appended into the shared bytes.
+//! cannot be appended into the shared bytes; `SharedData::reference` gives a read-only
+//! buffer of its own over a slice.
 
 mod common;
 
@@ -81,6 +82,18 @@ fn frames_carry_slices_of_shared_data_by_reference() {
     unsafe { dpdk::sys::rte_mbuf_refcnt_set(shared.as_ptr().cast_mut(), before) };
     assert!(h.chain_shared(&refs, &shared, 0, 10));
     drop(h);
+
+    // A reference of its own: the bytes read back, it holds one reference, and nothing
+    // can write through it.
+    let before = shared.references();
+    let mut r = shared.reference(&refs, 100, 50).expect("a reference");
+    assert_eq!(r.data(), &pattern[100..150]);
+    assert_eq!(shared.references(), before + 1);
+    assert!(r.data_mut().is_empty(), "an indirect mbuf is never writable");
+    assert!(r.append(1).is_none());
+    assert!(shared.reference(&refs, 5990, 11).is_none(), "outside the data");
+    drop(r);
+    assert_eq!(shared.references(), before);
 
     // Freeing the frames gives every reference back; the shared mbuf returns to its pool
     // with the last holder, whichever it is.
