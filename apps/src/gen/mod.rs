@@ -19,6 +19,7 @@
 
 pub mod cli;
 pub mod driver;
+pub mod engine;
 pub mod payload;
 pub mod pool;
 pub mod sender;
@@ -29,6 +30,7 @@ use std::str::FromStr;
 
 use stack::time::Duration;
 
+pub use engine::Gen;
 pub use sender::{GenStats, Sender, ARP_EVERY, ARP_GIVE_UP};
 
 /// How slow start and congestion avoidance count what an ACK acknowledges.
@@ -171,6 +173,10 @@ pub struct GenConfig {
     pub max_half_open: u32,
     /// Seed for initial sequence numbers.
     pub seed: u64,
+    /// The congestion control of the stack's connections (Reno by default: the ACK
+    /// counting rules act on its slow start and congestion avoidance as RFC 5681 and
+    /// RFC 3465 state them; CUBIC is Linux's default).
+    pub cc: stack::tcp::cc::CcAlgorithm,
     /// Period of the payload pattern in bytes ([`payload::PERIOD`], a prime, by default:
     /// the receiver's digest then checks order; the MSS for a stamped pool, see
     /// [`pool`]).
@@ -203,6 +209,7 @@ impl Default for GenConfig {
             tx_csum_offload: false,
             max_half_open: 1024,
             seed: 0x5eed,
+            cc: stack::tcp::cc::CcAlgorithm::Reno,
             pattern_period: payload::PERIOD as u32,
         }
     }
@@ -319,3 +326,7 @@ mod tests {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod pipeline_tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod engine_tests;

@@ -69,6 +69,15 @@ pub struct Payload {
     pre: Vec<u32>,
 }
 
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Payload")
+            .field("period", &self.period)
+            .field("len", &self.buf.len())
+            .finish()
+    }
+}
+
 impl Default for Payload {
     fn default() -> Self {
         Self::new()

@@ -35,8 +35,11 @@
 //! plain pool, with their payload copied, so they never overwrite a stamp.
 
 use dpdk::{Mbuf, Mempool, PortPool, SharedData, StashPool};
-use stack::buf::{BufPool, PacketBuf};
+use stack::buf::{BufPool, PacketBuf, PayloadSlice, Prefilled};
+use stack::mem::{VecBuf, VecPool};
 
+use super::engine::PayloadSource;
+use super::payload::Payload;
 use super::sender::HDR_LEN;
 
 /// Every this many stamped allocations, the stamp of the buffer handed out is compared.
@@ -73,10 +76,10 @@ pub trait SegmentPool {
     }
 }
 
-/// Any [`BufPool`] (in-memory tests, the lab's simulator) is a pool without a stamp.
-impl<P: BufPool> SegmentPool for P {
-    type Buf = P::Buf;
-    fn alloc(&mut self, len: usize) -> Option<P::Buf> {
+/// The in-memory pool (tests, the lab's simulator) is a pool without a stamp.
+impl SegmentPool for VecPool {
+    type Buf = VecBuf;
+    fn alloc(&mut self, len: usize) -> Option<VecBuf> {
         BufPool::alloc(self, len)
     }
 }
@@ -90,8 +93,17 @@ pub struct GenPool {
     plain: StashPool,
     stamped: Option<(StashPool, Vec<u8>)>,
     shared: Option<Shared>,
+    /// Data segments may carry the shared pattern chained by reference.
+    chain: bool,
+    /// The pattern's sums, for frames whose payload is put in place.
+    sums: Option<Payload>,
     allocs: u64,
     damaged: u64,
+    /// Data segments built in a stamped buffer, or with the payload chained by
+    /// reference, through [`BufPool::alloc_with_payload`].
+    pub stamped_segments: u64,
+    /// See [`GenPool::stamped_segments`].
+    pub chained_segments: u64,
 }
 
 impl GenPool {
@@ -101,8 +113,12 @@ impl GenPool {
             plain: StashPool::new(plain),
             stamped: None,
             shared: None,
+            chain: false,
+            sums: None,
             allocs: 0,
             damaged: 0,
+            stamped_segments: 0,
+            chained_segments: 0,
         }
     }
 
@@ -117,8 +133,31 @@ impl GenPool {
                 data: pattern,
                 refs,
             }),
+            chain: true,
             ..GenPool::plain(plain)
         }
+    }
+
+    /// For weir-gen on the stack: `pattern` (laid out as [`Payload::as_bytes`] for
+    /// `period`) is where the flows' write buffers point ([`PayloadSource`], each an mbuf
+    /// from `refs` attached to it), and data segments get their payload put in place
+    /// when the bytes allow: a stamped buffer if this pool has one, else, with `chain`,
+    /// a slice of the pattern chained by reference (the port must send chained mbufs);
+    /// otherwise TCP copies them.
+    pub fn with_pattern(
+        mut self,
+        pattern: SharedData,
+        refs: Mempool,
+        period: usize,
+        chain: bool,
+    ) -> GenPool {
+        self.shared = Some(Shared {
+            data: pattern,
+            refs,
+        });
+        self.sums = Some(Payload::with_period(period));
+        self.chain = chain;
+        self
     }
 
     /// `plain` for control frames and copied payloads, `stamped` (created with
@@ -126,11 +165,8 @@ impl GenPool {
     /// payload is a prefix of `stamp`.
     pub fn with_stamped(plain: PortPool, stamped: PortPool, stamp: Vec<u8>) -> GenPool {
         GenPool {
-            plain: StashPool::new(plain),
             stamped: Some((StashPool::new(stamped), stamp)),
-            shared: None,
-            allocs: 0,
-            damaged: 0,
+            ..GenPool::plain(plain)
         }
     }
 
@@ -170,7 +206,7 @@ struct Shared {
 impl SegmentPool for GenPool {
     type Buf = Mbuf;
     fn alloc_shared(&mut self, start: usize, len: usize) -> Option<Mbuf> {
-        let sh = self.shared.as_ref()?;
+        let sh = self.shared.as_ref().filter(|_| self.chain)?;
         let start = u16::try_from(start).ok()?;
         let len = u16::try_from(len).ok()?;
         let mut m = BufPool::alloc(&mut self.plain, HDR_LEN)?;
@@ -195,6 +231,105 @@ impl SegmentPool for GenPool {
             }
         }
         Some(m)
+    }
+}
+
+/// Frames for weir's TCP (weir-gen on the stack): see [`GenPool::with_pattern`].
+impl BufPool for GenPool {
+    type Buf = Mbuf;
+    #[inline]
+    fn alloc(&mut self, len: usize) -> Option<Mbuf> {
+        BufPool::alloc(&mut self.plain, len)
+    }
+    #[inline]
+    fn prefills(&self) -> bool {
+        self.sums.is_some() && (self.stamped.is_some() || self.chain)
+    }
+    #[inline]
+    fn alloc_with_payload(
+        &mut self,
+        hdr_len: usize,
+        src: &Mbuf,
+        off: usize,
+        len: usize,
+    ) -> Option<Prefilled<Mbuf>> {
+        let sh = self.shared.as_ref()?;
+        let sums = self.sums.as_ref()?;
+        // Where the bytes are in the pattern: a write buffer is a window onto it.
+        let base = sh.data.data().as_ptr() as usize;
+        let pos = (src.data().as_ptr() as usize + off).checked_sub(base)?;
+        if pos + len > sh.data.data().len() {
+            return None;
+        }
+        let start = pos % sums.period();
+        if hdr_len == HDR_LEN && start == 0 {
+            if let Some((_, stamp)) = &self.stamped {
+                if len <= stamp.len() {
+                    let payload_sum = sums.sum_from(0, len);
+                    let buf = SegmentPool::alloc_stamped(self, len)?;
+                    self.stamped_segments += 1;
+                    return Some(Prefilled { buf, payload_sum });
+                }
+            }
+        }
+        if !self.chain {
+            return None;
+        }
+        let (p16, l16) = (u16::try_from(pos).ok()?, u16::try_from(len).ok()?);
+        let payload_sum = sums.sum_from(start, len);
+        let mut m = BufPool::alloc(&mut self.plain, hdr_len)?;
+        let sh = self.shared.as_ref()?;
+        if !m.chain_shared(&sh.refs, &sh.data, p16, l16) {
+            return None;
+        }
+        self.chained_segments += 1;
+        Some(Prefilled {
+            buf: m,
+            payload_sum,
+        })
+    }
+}
+
+/// The flows' write buffers: windows onto the shared pattern, one mbuf each.
+impl PayloadSource<Mbuf> for GenPool {
+    #[inline]
+    fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<Mbuf>> {
+        let sh = self.shared.as_ref()?;
+        let buf = sh.data.reference(&sh.refs, u16::try_from(start).ok()?, len)?;
+        Some(PayloadSlice { buf, off: 0, len })
+    }
+}
+
+/// The in-memory source: a copy of the pattern's bytes per write buffer (tests).
+#[derive(Debug)]
+pub struct VecSource {
+    payload: Payload,
+    /// Buffers handed out.
+    pub slices: u64,
+}
+
+impl VecSource {
+    /// The pattern of `period`.
+    pub fn new(period: usize) -> VecSource {
+        VecSource {
+            payload: Payload::with_period(period),
+            slices: 0,
+        }
+    }
+}
+
+impl PayloadSource<VecBuf> for VecSource {
+    fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<VecBuf>> {
+        let bytes = self.payload.bytes_from(start, usize::from(len));
+        if bytes.len() != usize::from(len) {
+            return None;
+        }
+        self.slices += 1;
+        Some(PayloadSlice {
+            buf: VecBuf::from_vec(bytes.to_vec()),
+            off: 0,
+            len,
+        })
     }
 }
 

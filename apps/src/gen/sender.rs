@@ -240,6 +240,22 @@ pub struct CwndSummary {
     pub mean: f64,
 }
 
+impl CwndSummary {
+    /// The summary of `v` (sorted in place; all zero when empty).
+    pub fn of(v: &mut [u64]) -> CwndSummary {
+        if v.is_empty() {
+            return CwndSummary::default();
+        }
+        v.sort_unstable();
+        CwndSummary {
+            min: v[0],
+            median: v[v.len() / 2],
+            max: v[v.len() - 1],
+            mean: v.iter().map(|&c| c as f64).sum::<f64>() / v.len() as f64,
+        }
+    }
+}
+
 /// What one received frame says, after the checks the generator needs.
 struct RxSeg {
     dst_ip: Ipv4Addr,
@@ -429,16 +445,7 @@ impl Sender {
             .iter()
             .map(|f| f.cwnd.min(u64::MAX / 2) / u64::from(f.mss.max(1)))
             .collect();
-        if v.is_empty() {
-            return CwndSummary::default();
-        }
-        v.sort_unstable();
-        CwndSummary {
-            min: v[0],
-            median: v[v.len() / 2],
-            max: v[v.len() - 1],
-            mean: v.iter().map(|&c| c as f64).sum::<f64>() / v.len() as f64,
-        }
+        CwndSummary::of(&mut v)
     }
 
     /// Ends the data phase now (as the duration does): flows finish what is sent, FIN and

@@ -518,6 +518,7 @@ impl<B: PacketBuf> Conn<B> {
         }
         o.retransmitted = true;
         o.syn_due = true;
+        ctx.stats.syn_retransmits += 1;
         self.snd.timer = Some(self.snd.rtt.deadline(now));
         self.snd.timer_kind = SndTimer::Syn;
         self.mark_due(ctx);

@@ -198,6 +198,18 @@ impl<B: PacketBuf> Conn<B> {
         let wnd_scaled = u32::from(seg.window) << self.snd.wscale;
         self.snd.max_wnd = self.snd.max_wnd.max(wnd_scaled);
         let wnd_changed = wnd_scaled != self.snd.wnd;
+        ctx.stats.acks_received += 1;
+        if seg.ack > self.snd.una {
+            ctx.stats.acks_new_data += 1;
+        } else if seg.ack == self.snd.una
+            && self.snd.nxt != self.snd.una
+            && seg.payload.is_empty()
+            && !wnd_changed
+            && !seg.flags.intersects(TcpFlags::SYN | TcpFlags::FIN)
+        {
+            // RFC 5681 §2's DUPLICATE ACKNOWLEDGMENT (without its SACK clause).
+            ctx.stats.dupacks_received += 1;
+        }
         // The window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
         // updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)),
         // set SND.WND <- SEG.WND, set SND.WL1 <- SEG.SEQ, and set SND.WL2 <- SEG.ACK."

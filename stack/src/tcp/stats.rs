@@ -139,6 +139,15 @@ pub struct TcpStats {
     pub tlp_loss_repaired: u64,
     /// RACK reordering timer expiries (RFC 8985 §6.3).
     pub rack_reorder_timeouts: u64,
+    /// Segments whose acknowledgment number was accepted (RFC 9293 §3.10.7.4 fifth).
+    pub acks_received: u64,
+    /// Of those, the ones that acknowledged new data (moved SND.UNA).
+    pub acks_new_data: u64,
+    /// Duplicate acknowledgments (RFC 5681 §2: data outstanding, no data, no SYN or
+    /// FIN, the same acknowledgment number and window).
+    pub dupacks_received: u64,
+    /// SYN retransmissions of active opens (RFC 6298 §5, RFC 9293 §3.8.1).
+    pub syn_retransmits: u64,
     drops: [u64; DropReason::COUNT],
 }
 
@@ -192,6 +201,10 @@ impl TcpStats {
         self.tlp_skipped += o.tlp_skipped;
         self.tlp_loss_repaired += o.tlp_loss_repaired;
         self.rack_reorder_timeouts += o.rack_reorder_timeouts;
+        self.acks_received += o.acks_received;
+        self.acks_new_data += o.acks_new_data;
+        self.dupacks_received += o.dupacks_received;
+        self.syn_retransmits += o.syn_retransmits;
         for (a, b) in self.drops.iter_mut().zip(o.drops.iter()) {
             *a += *b;
         }

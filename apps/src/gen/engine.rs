@@ -1,0 +1,635 @@
+//! weir-gen's engine: N flows that are connections of weir's own TCP stack.
+//!
+//! Each flow is an active open ([`stack::tcp::Tcp::connect`]) from the flow's source port
+//! ([`GenConfig::flow_addr`]), and its application writes the payload pattern
+//! ([`super::payload`]) in writes of [`GenConfig::write_size`] bytes through
+//! [`stack::tcp::Tcp::send_bufs`]: the bytes are never copied. A write is a list of
+//! read-only buffers that refer to one shared copy of the pattern (a
+//! [`PayloadSource`]; on DPDK `dpdk::SharedData::reference`), cut at multiples of
+//! [`slice_span`] in the stream so that every full-sized segment lies in one buffer. The
+//! stack cuts segments, retransmits, runs congestion control and the RTO; when a frame is
+//! built, the transmit pool may put the payload in place itself
+//! ([`stack::buf::BufPool::alloc_with_payload`]: a stamped buffer on the ring pair, a
+//! chain by reference on a real port, see [`super::pool`]), so a segment costs its
+//! headers only, as the hand-rolled sender's did.
+//!
+//! The modes map onto the stack's settings:
+//! - ACK counting, the initial and largest window: [`stack::tcp::cc::CcConfig`];
+//! - `--interleave segment` / `train:N`: [`stack::tcp::TcpConfig::tx_quota`] of 1 or N
+//!   segments per connection per turn;
+//! - `--psh never`: [`stack::tcp::Tcp::set_push`];
+//! - bursts and gaps, the duration and the byte count: this application's writes, then
+//!   `shutdown` (our FIN after the data).
+//!
+//! `--blast` (open loop, no TCP at all) stays with the hand-rolled frame generator
+//! ([`super::sender::Sender`]), which is no TCP sender in that mode.
+//!
+//! Call order per loop iteration, the stack's: [`Gen::handle_rx_burst`], [`Gen::poll`]
+//! (events, writes, timers), [`Gen::poll_tx`] into one transmit batch.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+
+use stack::ack::AckPolicy;
+use stack::buf::{BufPool, PacketBuf, PayloadChain, PayloadSlice, MAX_CHAIN};
+use stack::driver::Burst;
+use stack::pipeline::{Pipeline, PipelineConfig};
+use stack::tcp::cc::{self, CcAlgorithm, CcConfig};
+use stack::tcp::{ConnId, ConnectOpts, Event, State, TcpConfig};
+use stack::time::{Duration, Instant};
+use stack::wire::LocalAddrs;
+
+use super::payload::MAX_PAYLOAD;
+use super::sender::{CwndSummary, GenStats, ARP_GIVE_UP};
+use super::{AckCounting, GenConfig, PshMode};
+use crate::net::Resolver;
+
+/// Where a write's buffers come from: slices of the payload pattern, by reference.
+pub trait PayloadSource<B> {
+    /// A buffer holding `len` bytes of the pattern from `start`, its place in the
+    /// pattern's period (`start < period`, `len <= MAX_PAYLOAD`), or `None` when none is
+    /// free now (the write waits for the next iteration).
+    fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<B>>;
+}
+
+/// The longest stretch of stream one write buffer covers: the most whole segments that
+/// fit in [`MAX_PAYLOAD`] (6 x 1448 = 8688 bytes), so that buffer boundaries fall on
+/// segment boundaries and a full segment never spans two buffers of one write.
+pub fn slice_span(mss: u16) -> u64 {
+    let mss = u64::from(mss.max(1));
+    (MAX_PAYLOAD as u64 / mss).max(1) * mss
+}
+
+/// Send buffer of each connection: the core's budget of [`SEND_BUDGET`] bytes shared by
+/// the flows, between 64 KiB and 1 MiB each.
+pub fn snd_buf_per_flow(flows: u32) -> u32 {
+    (SEND_BUDGET / u64::from(flows.max(1))).clamp(64 << 10, 1 << 20) as u32
+}
+
+/// Bytes the flows of one generator may have written and not had acknowledged, in all.
+pub const SEND_BUDGET: u64 = 64 << 20;
+
+/// Write buffers a generator needs at most: every flow's send buffer full of
+/// [`slice_span`]-sized buffers, plus a write's worth each in flight to `send_bufs`.
+pub fn slices_needed(cfg: &GenConfig) -> u64 {
+    let per = u64::from(snd_buf_per_flow(cfg.flows)) / slice_span(cfg.mss) + 2 + MAX_CHAIN as u64;
+    u64::from(cfg.flows) * per
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Not connected yet (waiting for the MAC, or for a half-open slot).
+    Waiting,
+    /// SYN sent.
+    Connecting,
+    /// Established and writing (or between bursts).
+    Open,
+    /// Our FIN is queued: waiting for it to be acknowledged and for the peer's.
+    Closing,
+    /// Done: closed cleanly, reset, timed out or never started.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    id: Option<ConnId>,
+    phase: Phase,
+    /// Bytes handed to the stack.
+    written: u64,
+    /// Where the current burst (or the whole transfer) ends.
+    burst_end: u64,
+    /// The burst is written and waits for its acknowledgment (then the gap).
+    awaiting_ack: bool,
+}
+
+/// N flows on weir's TCP. See the module documentation.
+pub struct Gen<B: PacketBuf> {
+    cfg: GenConfig,
+    pipe: Pipeline<B>,
+    flows: Vec<Flow>,
+    /// Flow of each connection slot (`ConnId::index`).
+    by_slot: Vec<u32>,
+    waiting: VecDeque<u32>,
+    half_open: u32,
+    /// Flows between bursts: when the next one starts (the gap is constant, so the
+    /// queue is in time order).
+    gaps: VecDeque<(Instant, u32)>,
+    /// Flows whose burst is written, waiting for its acknowledgment.
+    acking: Vec<u32>,
+    /// Flows whose FIN is queued.
+    closing: Vec<u32>,
+    resolver: Option<Resolver>,
+    dst_mac: Option<[u8; 6]>,
+    started: Option<Instant>,
+    stop_at: Option<Instant>,
+    stopping: bool,
+    unresolved_by: Option<Instant>,
+    finished: u32,
+    stats: GenStats,
+    first_data: Option<Instant>,
+    last_data: Option<Instant>,
+    span: u64,
+    iter: u64,
+}
+
+/// How often (in loop iterations) the flows waiting for an acknowledgment or for their
+/// close are checked.
+const CHECK_EVERY: u64 = 64;
+
+impl<B: PacketBuf> Gen<B> {
+    /// The flows of `cfg` on a pipeline of their own. Fails on what the stack cannot do
+    /// (more than one source address, or an invalid window setting).
+    pub fn new(cfg: GenConfig) -> Result<Self, String> {
+        cfg.validate()?;
+        if cfg.blast {
+            return Err("--blast is not TCP: it runs on the frame generator".into());
+        }
+        let (last_ip, _) = cfg.flow_addr(cfg.flows - 1);
+        if last_ip != cfg.src_ip {
+            return Err(format!(
+                "{} flows need more than one source address at --ports-per-ip {}: the stack answers for one address per port (give at most {} flows, or more ports per address)",
+                cfg.flows, cfg.ports_per_ip, cfg.ports_per_ip
+            ));
+        }
+        let mss = u32::from(cfg.mss);
+        let snd_buf = snd_buf_per_flow(cfg.flows);
+        let counting = match cfg.ack_counting {
+            AckCounting::PerAck => cc::AckCounting::PerAck,
+            AckCounting::Abc(l) => cc::AckCounting::Abc { l },
+            AckCounting::Bytes => cc::AckCounting::Bytes,
+        };
+        let tcp = TcpConfig {
+            max_conns: cfg.flows as usize,
+            // The receiver sends no data: a small receive side per connection.
+            rcv_buf: 64 << 10,
+            rxq_slices: 8,
+            ooo_conn_bytes: 16 << 10,
+            // Our MSS option: the payload per segment plus the timestamps option, so the
+            // peer's MSS (1460 on Ethernet) leaves `cfg.mss` for data.
+            mtu: (mss + 12 + 40).min(u32::from(u16::MAX)) as u16,
+            seed: cfg.seed,
+            snd_buf,
+            // The retransmission queue holds one entry per segment in flight.
+            snd_slices: (snd_buf / mss.max(1)) as usize + 8,
+            tx_quota: cfg.interleave.train_len(),
+            cc: CcConfig {
+                algorithm: cfg.cc,
+                counting,
+                max_cwnd: (u64::from(cfg.max_cwnd) * u64::from(mss))
+                    .clamp(2 * u64::from(mss), u64::from(u32::MAX)) as u32,
+                initial_segments: Some(cfg.init_cwnd),
+                ..CcConfig::default()
+            },
+            ..TcpConfig::default()
+        };
+        let pcfg = PipelineConfig {
+            local: LocalAddrs::new(cfg.src_mac, Some(cfg.src_ip), None),
+            gro: None,
+            tcp,
+            listen: Vec::new(),
+            tx_csum_offload: cfg.tx_csum_offload,
+        };
+        let pipe = Pipeline::new(pcfg).map_err(|e| format!("cannot set up TCP: {e}"))?;
+        let n = cfg.flows as usize;
+        let end = cfg.burst_bytes.or(cfg.bytes_per_flow).unwrap_or(u64::MAX);
+        let end = end.min(cfg.bytes_per_flow.unwrap_or(u64::MAX));
+        let resolver = cfg.dst_mac.is_none().then(|| {
+            Resolver::new(
+                cfg.src_mac,
+                IpAddr::V4(cfg.src_ip),
+                IpAddr::V4(cfg.dst_ip),
+                ARP_GIVE_UP,
+            )
+        });
+        Ok(Gen {
+            dst_mac: cfg.dst_mac,
+            span: slice_span(cfg.mss),
+            flows: vec![
+                Flow {
+                    id: None,
+                    phase: Phase::Waiting,
+                    written: 0,
+                    burst_end: end,
+                    awaiting_ack: false,
+                };
+                n
+            ],
+            by_slot: vec![u32::MAX; n],
+            waiting: (0..cfg.flows).collect(),
+            half_open: 0,
+            gaps: VecDeque::with_capacity(n),
+            acking: Vec::with_capacity(n),
+            closing: Vec::with_capacity(n),
+            resolver,
+            started: None,
+            stop_at: None,
+            stopping: false,
+            unresolved_by: None,
+            finished: 0,
+            stats: GenStats::default(),
+            first_data: None,
+            last_data: None,
+            iter: 0,
+            pipe,
+            cfg,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GenConfig {
+        &self.cfg
+    }
+
+    /// The stack underneath (its counters are the generator's).
+    pub fn pipeline(&self) -> &Pipeline<B> {
+        &self.pipe
+    }
+
+    /// `true` once every flow has finished (closed, failed or never started).
+    pub fn is_done(&self) -> bool {
+        self.finished == self.cfg.flows
+    }
+
+    /// `true` once the data phase is over (the duration ended or [`Gen::stop_writing`]).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping
+    }
+
+    /// The receiver's MAC, once known.
+    pub fn dst_mac(&self) -> Option<[u8; 6]> {
+        self.dst_mac
+    }
+
+    /// From the first to the last data segment sent.
+    pub fn data_span(&self) -> Option<(Instant, Instant)> {
+        self.first_data.zip(self.last_data)
+    }
+
+    /// Ends the data phase now: no more writes; every open flow sends its FIN after what
+    /// it has written; flows not started never start.
+    pub fn stop_writing(&mut self, now: Instant) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        while let Some(i) = self.waiting.pop_front() {
+            self.stats.not_started += 1;
+            self.finish(i);
+        }
+        for i in 0..self.cfg.flows {
+            let f = self.flows[i as usize];
+            if f.phase == Phase::Open {
+                self.shut(now, i);
+            }
+        }
+        self.gaps.clear();
+    }
+
+    /// The counters, the stack's and the generator's own together.
+    pub fn stats(&self) -> GenStats {
+        let s = self.pipe.stats();
+        let t = &s.tcp;
+        let mut g = self.stats.clone();
+        g.segments = t.data_segments_sent + t.retransmits;
+        g.bytes = t.bytes_sent + t.bytes_retransmitted;
+        g.retransmits = t.retransmits;
+        g.retransmit_bytes = t.bytes_retransmitted;
+        g.ctl_segments = s.ack.total();
+        g.acks = t.acks_received;
+        g.acks_new_data = t.acks_new_data;
+        g.dupacks = t.dupacks_received;
+        g.fast_retransmits = t.fast_recoveries;
+        g.rtos = t.rto_timeouts;
+        g.syn_retransmits = t.syn_retransmits;
+        g.established = t.conns_opened;
+        g.rx_ignored = s.parse.total_drops();
+        g.rx_bad_checksum = [
+            stack::wire::DropReason::Ipv4BadChecksum,
+            stack::wire::DropReason::TcpBadChecksum,
+        ]
+        .iter()
+        .map(|&r| s.parse.dropped(r))
+        .sum();
+        g.arp_replies = s.pipeline.arp_replies;
+        g.arp_replies_dropped = s.pipeline.ctl_queue_full;
+        g.alloc_failures = s.ack.alloc_failures + t.send_alloc_failures;
+        g
+    }
+
+    /// The congestion windows of the flows still connected, in segments (all zero when
+    /// none is).
+    pub fn cwnd_summary(&mut self) -> CwndSummary {
+        let mss = u64::from(self.cfg.mss.max(1));
+        let mut w: Vec<u64> = Vec::new();
+        for f in &self.flows {
+            if let Some(info) = f.id.and_then(|id| self.pipe.tcp().info(id)) {
+                w.push(u64::from(info.cwnd) / mss);
+            }
+        }
+        CwndSummary::of(&mut w)
+    }
+
+    /// Step 1: a received burst (ACKs, ARP) to the stack.
+    pub fn handle_rx_burst(&mut self, now: Instant, rx: &mut Burst<B>) {
+        if let Some(r) = self.resolver.as_mut() {
+            if self.dst_mac.is_none() {
+                r.handle_rx(rx);
+                self.dst_mac = r.mac();
+            }
+        }
+        self.pipe.handle_rx_burst(now, rx);
+    }
+
+    /// Steps 2-4: the stack's events, the flows' writes, admissions and timers.
+    pub fn poll<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
+        let start = *self.started.get_or_insert(now);
+        if self.stop_at.is_none() {
+            self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| start + d));
+            self.unresolved_by = Some(start + ARP_GIVE_UP);
+        }
+        self.events(now, src);
+        self.pipe.handle_timeout(now);
+        self.events(now, src);
+        if !self.stopping && self.stop_at.is_some_and(|t| now >= t) {
+            self.stop_writing(now);
+        }
+        if self.dst_mac.is_none() {
+            let give_up = self.stopping || self.unresolved_by.is_some_and(|t| now >= t);
+            if give_up && self.stats.unresolved == 0 {
+                self.stats.unresolved = 1;
+                for i in 0..self.cfg.flows {
+                    if self.flows[i as usize].phase != Phase::Done {
+                        self.stats.timeouts += 1;
+                        self.finish(i);
+                    }
+                }
+                self.waiting.clear();
+            }
+            return;
+        }
+        self.admit(now);
+        while let Some(&(at, i)) = self.gaps.front() {
+            if at > now {
+                break;
+            }
+            self.gaps.pop_front();
+            let f = &mut self.flows[i as usize];
+            if f.phase == Phase::Open {
+                let total = self.cfg.bytes_per_flow.unwrap_or(u64::MAX);
+                f.burst_end = (f.written + self.cfg.burst_bytes.unwrap_or(u64::MAX)).min(total);
+                self.fill(now, i, src);
+            }
+        }
+        self.iter += 1;
+        if self.iter % CHECK_EVERY == 0 {
+            self.check(now);
+        }
+    }
+
+    /// Step 5: every frame due (ARP requests while the MAC is unknown) into `out`.
+    pub fn poll_tx<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        out: &mut Burst<B>,
+    ) -> usize {
+        let before = out.len();
+        if self.dst_mac.is_none() {
+            if let Some(r) = self.resolver.as_mut() {
+                r.poll_tx(now, pool, out);
+            }
+        }
+        let sent_before = self.pipe.stats().tcp.data_segments_sent;
+        self.pipe.poll_tx(now, pool, out);
+        if self.pipe.stats().tcp.data_segments_sent != sent_before {
+            self.first_data.get_or_insert(now);
+            self.last_data = Some(now);
+        }
+        out.len() - before
+    }
+
+    fn events<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
+        while let Some(ev) = self.pipe.tcp().poll_event() {
+            let (id, what) = match ev {
+                Event::Opened(id) => (id, 0),
+                Event::Writable(id) => (id, 1),
+                Event::Readable(id) | Event::PeerClosed(id) => (id, 2),
+                Event::Closed(id) => (id, 3),
+                Event::Reset(id) => (id, 4),
+            };
+            let Some(&i) = self.by_slot.get(id.index() as usize) else {
+                continue;
+            };
+            if i == u32::MAX || self.flows[i as usize].id != Some(id) {
+                continue;
+            }
+            match what {
+                0 => {
+                    self.half_open -= 1;
+                    self.flows[i as usize].phase = Phase::Open;
+                    if self.stopping {
+                        self.shut(now, i);
+                    } else {
+                        self.fill(now, i, src);
+                    }
+                }
+                1 => self.fill(now, i, src),
+                2 => {
+                    // The receiver sends no data; whatever it does is read and dropped,
+                    // so its window never closes on it.
+                    let _ = self
+                        .pipe
+                        .tcp()
+                        .recv(id, |s| s.iter().map(|s| usize::from(s.len)).sum());
+                }
+                3 => {
+                    if self.flows[i as usize].phase != Phase::Done {
+                        self.stats.closed += 1;
+                        self.finish(i);
+                    }
+                }
+                _ => {
+                    if self.flows[i as usize].phase == Phase::Connecting {
+                        self.half_open -= 1;
+                        self.stats.timeouts += 1;
+                    } else {
+                        self.stats.resets += 1;
+                    }
+                    self.finish(i);
+                }
+            }
+        }
+    }
+
+    /// Opens connections while fewer than `max_half_open` handshakes are in progress.
+    fn admit(&mut self, now: Instant) {
+        let Some(mac) = self.dst_mac else { return };
+        while self.half_open < self.cfg.max_half_open && !self.stopping {
+            let Some(i) = self.waiting.pop_front() else {
+                break;
+            };
+            let (ip, port) = self.cfg.flow_addr(i);
+            let mut opts = ConnectOpts::new(self.cfg.src_mac, mac);
+            opts.local_port = Some(port);
+            opts.ack = AckPolicy::linux();
+            let remote = SocketAddr::new(IpAddr::V4(self.cfg.dst_ip), self.cfg.dst_port);
+            match self.pipe.tcp().connect(now, IpAddr::V4(ip), remote, opts) {
+                Ok(id) => {
+                    if self.cfg.psh == PshMode::Never {
+                        let _ = self.pipe.tcp().set_push(id, false);
+                    }
+                    // Nagle stays on (Linux's default): a write's short tail waits for
+                    // the next write while data is in flight, so segments stay full.
+                    let f = &mut self.flows[i as usize];
+                    f.id = Some(id);
+                    f.phase = Phase::Connecting;
+                    self.by_slot[id.index() as usize] = i;
+                    self.half_open += 1;
+                }
+                Err(e) => {
+                    tracing::warn!("flow {i}: connect from {ip}:{port} failed: {e}");
+                    self.stats.timeouts += 1;
+                    self.finish(i);
+                }
+            }
+        }
+    }
+
+    /// Writes flow `i`'s next bytes until the send buffer refuses some (then
+    /// `Event::Writable` resumes it), the burst is written, or the transfer is.
+    fn fill<S: PayloadSource<B>>(&mut self, now: Instant, i: u32, src: &mut S) {
+        let f = self.flows[i as usize];
+        let (Some(id), Phase::Open) = (f.id, f.phase) else {
+            return;
+        };
+        if self.stopping || f.awaiting_ack {
+            return;
+        }
+        let ws = u64::from(self.cfg.write_size);
+        let period = self.cfg.pattern_period as u64;
+        let mut written = f.written;
+        loop {
+            if written >= f.burst_end {
+                break;
+            }
+            // The current write: from `written` to its end (writes are `write_size`
+            // apart from the stream's start), at most a chain of buffers at a time.
+            let write_end = ((written / ws + 1) * ws).min(f.burst_end);
+            let mut chain: PayloadChain<B> = PayloadChain::new();
+            let mut at = written;
+            while at < write_end && chain.slice_count() < MAX_CHAIN {
+                let end = ((at / self.span + 1) * self.span).min(write_end);
+                let Some(s) = src.slice((at % period) as usize, (end - at) as u16) else {
+                    break;
+                };
+                if chain.push(s).is_err() {
+                    break;
+                }
+                at = end;
+            }
+            if chain.is_empty() {
+                break;
+            }
+            let offered = u64::from(chain.len());
+            let taken = self.pipe.tcp().send_bufs(now, id, &mut chain).unwrap_or(0) as u64;
+            written += taken;
+            // What was refused goes back (its buffers are freed); `Event::Writable`
+            // comes when the send buffer has room again.
+            drop(chain);
+            if taken < offered {
+                break;
+            }
+        }
+        let f = &mut self.flows[i as usize];
+        f.written = written;
+        if written >= f.burst_end {
+            let total = self.cfg.bytes_per_flow.unwrap_or(u64::MAX);
+            if written >= total {
+                self.shut(now, i);
+            } else if self.cfg.burst_bytes.is_some() {
+                f.awaiting_ack = true;
+                self.acking.push(i);
+            }
+        }
+    }
+
+    /// Our FIN after what flow `i` has written.
+    fn shut(&mut self, now: Instant, i: u32) {
+        let f = &mut self.flows[i as usize];
+        if let (Some(id), Phase::Open) = (f.id, f.phase) {
+            f.phase = Phase::Closing;
+            let _ = self.pipe.tcp().shutdown(now, id);
+            self.closing.push(i);
+        }
+    }
+
+    /// The flows waiting for an acknowledgment (bursts) or for their close.
+    fn check(&mut self, now: Instant) {
+        let mut k = 0;
+        while k < self.acking.len() {
+            let i = self.acking[k];
+            let f = self.flows[i as usize];
+            let acked = f.phase != Phase::Open
+                || f.id
+                    .and_then(|id| self.pipe.tcp().info(id))
+                    .is_none_or(|c| c.snd_queued == 0);
+            if acked {
+                self.acking.swap_remove(k);
+                let f = &mut self.flows[i as usize];
+                f.awaiting_ack = false;
+                if f.phase == Phase::Open && !self.stopping {
+                    self.gaps.push_back((now + self.cfg.gap, i));
+                }
+            } else {
+                k += 1;
+            }
+        }
+        let mut k = 0;
+        while k < self.closing.len() {
+            let i = self.closing[k];
+            let f = self.flows[i as usize];
+            let state = f.id.and_then(|id| self.pipe.tcp().info(id)).map(|c| c.state);
+            let done = f.phase == Phase::Done;
+            // TIME-WAIT: both FINs acknowledged; the stack keeps the 4-tuple for 2 MSL.
+            if done || matches!(state, Some(State::TimeWait | State::Closed) | None) {
+                self.closing.swap_remove(k);
+                if !done {
+                    self.stats.closed += 1;
+                    self.finish(i);
+                }
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    fn finish(&mut self, i: u32) {
+        let f = &mut self.flows[i as usize];
+        if f.phase != Phase::Done {
+            f.phase = Phase::Done;
+            self.finished += 1;
+        }
+    }
+
+    /// Bytes of flow `i` the receiver acknowledged, while it is connected.
+    pub fn acked_bytes(&mut self, i: u32) -> Option<u64> {
+        let f = *self.flows.get(i as usize)?;
+        let info = self.pipe.tcp().info(f.id?)?;
+        Some(f.written - u64::from(info.snd_queued))
+    }
+
+    /// Flows that finished, however.
+    pub fn flows_finished(&self) -> u32 {
+        self.finished
+    }
+
+    /// The stack's congestion control algorithm.
+    pub fn cc(&self) -> CcAlgorithm {
+        self.cfg.cc
+    }
+
+    /// How long since the first poll.
+    pub fn elapsed(&self, now: Instant) -> Duration {
+        self.started.map_or(Duration::ZERO, |t| now.saturating_since(t))
+    }
+}

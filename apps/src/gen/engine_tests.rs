@@ -1,0 +1,224 @@
+//! weir-gen's engine ([`super::engine::Gen`], flows on weir's TCP) against weir's own
+//! receiving pipeline, in memory on a virtual clock: every byte of every flow arrives in
+//! order (the receiver's digest is the pattern's), every flow closes cleanly, bursts and
+//! the duration end as configured, the receiver's MAC is resolved by ARP, and every buffer
+//! goes back to its pool.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use sha2::{Digest, Sha256};
+use stack::ack::AckPolicy;
+use stack::buf::PacketBuf;
+use stack::driver::Burst;
+use stack::gro::GroConfig;
+use stack::mem::{VecBuf, VecPool};
+use stack::pipeline::{Pipeline, PipelineConfig};
+use stack::tcp::{Event, TcpConfig};
+use stack::time::{Duration, Instant};
+use stack::wire::LocalAddrs;
+
+use super::engine::Gen;
+use super::payload::stream_digest;
+use super::pool::VecSource;
+use super::*;
+
+const RX_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
+
+struct Outcome {
+    gen: Gen<VecBuf>,
+    digests: HashMap<u16, (u64, [u8; 32])>,
+    closed: usize,
+    gen_pool: usize,
+    rx_pool: usize,
+}
+
+fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
+    let mut gen: Gen<VecBuf> = Gen::new(cfg).expect("valid");
+    let mut src = VecSource::new(gen.config().pattern_period as usize);
+    let mut gen_pool = VecPool::new(100_000, 2048);
+    let mut rx_pool = VecPool::new(100_000, 2048);
+    let mut p: Pipeline<VecBuf> = Pipeline::new(PipelineConfig {
+        local: LocalAddrs::new(RX_MAC, Some(Ipv4Addr::new(198, 18, 0, 1)), None),
+        gro: gro.then(GroConfig::default),
+        tcp: TcpConfig {
+            max_conns: 256,
+            ..TcpConfig::default()
+        },
+        listen: vec![(5001, AckPolicy::linux())],
+        tx_csum_offload: false,
+    })
+    .expect("pipeline");
+    let mut hashers: HashMap<stack::tcp::ConnId, (u16, u64, Sha256)> = HashMap::new();
+    let mut digests = HashMap::new();
+    let mut closed = 0;
+    let mut now = Instant::from_nanos(1_000_000);
+    let mut acks: Burst<VecBuf> = Burst::new();
+    for _ in 0..max_iters {
+        now += Duration::from_micros(5);
+        // The receiver's frames from the last iteration reach the generator.
+        let mut back: Burst<VecBuf> = Burst::new();
+        for a in acks.drain(..) {
+            back.push(gen_pool.adopt(a.data().to_vec()).expect("gen pool"));
+        }
+        gen.handle_rx_burst(now, &mut back);
+        gen.poll(now, &mut src);
+        let mut seg: Burst<VecBuf> = Burst::new();
+        gen.poll_tx(now, &mut gen_pool, &mut seg);
+        let mut rx: Burst<VecBuf> = Burst::new();
+        for b in seg.drain(..) {
+            rx.push(rx_pool.adopt(b.data().to_vec()).expect("rx pool"));
+        }
+        p.handle_rx_burst(now, &mut rx);
+        p.handle_timeout(now);
+        while let Some(ev) = p.tcp().poll_event() {
+            match ev {
+                Event::Opened(id) => {
+                    let port = p.tcp().flow(id).map_or(0, |f| f.sport);
+                    hashers.insert(id, (port, 0, Sha256::new()));
+                }
+                Event::Readable(id) | Event::PeerClosed(id) => {
+                    let h = hashers.get_mut(&id);
+                    let _ = p.tcp().recv(id, |slices| {
+                        let mut n = 0;
+                        if let Some(h) = h {
+                            for s in slices {
+                                h.2.update(s.bytes());
+                                n += usize::from(s.len);
+                            }
+                            h.1 += n as u64;
+                        }
+                        n
+                    });
+                    if matches!(ev, Event::PeerClosed(_)) {
+                        let _ = p.tcp().close(now, id);
+                    }
+                }
+                Event::Closed(id) => {
+                    closed += 1;
+                    if let Some((port, n, h)) = hashers.remove(&id) {
+                        digests.insert(port, (n, h.finalize().into()));
+                    }
+                }
+                Event::Reset(_) | Event::Writable(_) => {}
+            }
+        }
+        p.poll_tx(now, &mut rx_pool, &mut acks);
+        if gen.is_done() && closed == gen.config().flows as usize {
+            break;
+        }
+    }
+    drop(p);
+    Outcome {
+        gen,
+        digests,
+        closed,
+        gen_pool: gen_pool.in_use(),
+        rx_pool: rx_pool.in_use(),
+    }
+}
+
+fn cfg(flows: u32, bytes: u64) -> GenConfig {
+    GenConfig {
+        flows,
+        dst_mac: Some(RX_MAC),
+        bytes_per_flow: Some(bytes),
+        duration: None,
+        ..GenConfig::default()
+    }
+}
+
+#[test]
+fn stack_flows_arrive_in_order_and_close_cleanly() {
+    for (gro, interleave) in [(true, Interleave::Segment), (false, Interleave::Train(8))] {
+        let bytes = 300_000 + 7;
+        let c = GenConfig {
+            interleave,
+            ..cfg(4, bytes)
+        };
+        let o = run(c, gro, 400_000);
+        assert!(o.gen.is_done(), "gro {gro}: every flow finished");
+        let s = o.gen.stats();
+        assert_eq!(s.closed, 4, "gro {gro}: {s:?}");
+        assert_eq!((s.resets, s.timeouts), (0, 0));
+        assert_eq!(o.closed, 4);
+        let want = stream_digest(bytes);
+        assert_eq!(o.digests.len(), 4);
+        for (port, (n, d)) in &o.digests {
+            assert_eq!(*n, bytes, "flow from port {port}");
+            assert_eq!(*d, want, "flow from port {port}: the pattern, in order");
+        }
+        assert_eq!(s.bytes, 4 * bytes, "nothing retransmitted on a clean link");
+        assert_eq!(s.retransmits, 0);
+        assert!(s.acks > 0 && s.acks_new_data > 0);
+        assert_eq!((o.gen_pool, o.rx_pool), (0, 0), "every buffer went back");
+    }
+}
+
+#[test]
+fn stack_flows_report_their_windows_while_connected() {
+    let mut o = run(cfg(2, 100_000), true, 200_000);
+    assert!(o.gen.is_done());
+    // In TIME-WAIT the connections still hold their congestion state.
+    let c = o.gen.cwnd_summary();
+    assert!(c.min >= 10, "at least the initial window: {c:?}");
+}
+
+#[test]
+fn stack_bursts_wait_for_their_ack_and_the_gap() {
+    let c = GenConfig {
+        burst_bytes: Some(40_000),
+        gap: Duration::from_millis(2),
+        ..cfg(2, 200_000)
+    };
+    let o = run(c, true, 400_000);
+    assert!(o.gen.is_done());
+    let s = o.gen.stats();
+    assert_eq!(s.closed, 2, "{s:?}");
+    for (n, d) in o.digests.values() {
+        assert_eq!((*n, *d), (200_000, stream_digest(200_000)));
+    }
+}
+
+#[test]
+fn stack_duration_ends_the_data_then_flows_close() {
+    let c = GenConfig {
+        bytes_per_flow: None,
+        duration: Some(Duration::from_millis(20)),
+        ..cfg(3, 0)
+    };
+    let o = run(c, true, 400_000);
+    assert!(o.gen.is_done());
+    let s = o.gen.stats();
+    assert_eq!(s.closed, 3, "{s:?}");
+    assert!(s.bytes > 0);
+    for (n, d) in o.digests.values() {
+        assert_eq!(*d, stream_digest(*n), "a prefix of the pattern, {n} bytes");
+    }
+}
+
+#[test]
+fn stack_resolves_the_receiver_by_arp() {
+    let c = GenConfig {
+        dst_mac: None,
+        ..cfg(1, 50_000)
+    };
+    let o = run(c, true, 200_000);
+    assert!(o.gen.is_done());
+    assert_eq!(o.gen.dst_mac(), Some(RX_MAC));
+    assert_eq!(o.gen.stats().closed, 1);
+}
+
+#[test]
+fn stack_refuses_what_it_cannot_do() {
+    let two_addrs = GenConfig {
+        flows: 65_536,
+        ..GenConfig::default()
+    };
+    assert!(Gen::<VecBuf>::new(two_addrs).is_err());
+    let blast = GenConfig {
+        blast: true,
+        ..GenConfig::default()
+    };
+    assert!(Gen::<VecBuf>::new(blast).is_err());
+}
