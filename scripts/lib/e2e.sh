@@ -26,6 +26,7 @@ check() {
 }
 eq() { [ "$1" = "$2" ] || { echo "       expected '$2', got '$1'" >&2; return 1; }; }
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }' || { echo "       expected $1 > $2" >&2; return 1; }; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || { echo "       expected $1 <= $2" >&2; return 1; }; }
 
 # e2e_finish: prints the closing line and returns non-zero on any failure.
 e2e_finish() {

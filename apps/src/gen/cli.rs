@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
-use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
+use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use serde_json::json;
 use stack::time::Duration;
 
 use super::driver::{self, GenIo, GenReport, RunOpts};
 use super::pool::GenPool;
-use super::{AckCounting, GenConfig, Interleave, PshMode, Sender};
+use super::sender::{CwndSummary, GenStats};
+use super::{AckCounting, Gen, GenConfig, Interleave, PshMode, Sender};
 use crate::eal_args;
 
 /// weir-gen's own options (after `--` when EAL options are given).
@@ -216,6 +217,45 @@ fn shared_pool(
     Ok(Some(GenPool::with_shared(plain, refs, data)))
 }
 
+/// The pools of weir-gen on the stack: `plain` for every frame, the payload pattern in one
+/// shared mbuf that the flows' write buffers refer to (an mbuf each from a pool sized for
+/// every flow's send buffer, [`super::engine::slices_needed`], plus one per chained
+/// segment in flight), chained into data segments by reference when `chain`.
+pub fn pattern_pool(
+    eal: &Eal,
+    plain: GenPool,
+    mbufs: u32,
+    cfg: &GenConfig,
+    chain: bool,
+) -> Result<GenPool> {
+    let period = cfg.pattern_period as usize;
+    let payload = super::payload::Payload::with_period(period);
+    let bytes = payload.as_bytes();
+    let room = u16::try_from(bytes.len() + 128)
+        .map_err(|_| anyhow!("the payload pattern ({} bytes) does not fit an mbuf", bytes.len()))?;
+    let big = Mempool::new(eal, "weir_gen_pattern", 1, 0, room)
+        .context("creating the pool for the payload pattern")?;
+    let refs_n = (super::engine::slices_needed(cfg) + u64::from(mbufs)).min(u64::from(u32::MAX / 2));
+    let refs = Mempool::new(eal, "weir_gen_refs", refs_n as u32, 256, 0)
+        .with_context(|| format!("creating the pool of {refs_n} payload references (fewer --flows, or more memory with -m)"))?;
+    let mut m = big
+        .alloc_empty()
+        .ok_or_else(|| anyhow!("the payload pattern's pool is empty"))?;
+    if !m.extend_from_slice(bytes) {
+        bail!("the payload pattern does not fit its mbuf");
+    }
+    let data =
+        dpdk::SharedData::new(m).ok_or_else(|| anyhow!("the payload mbuf cannot be shared"))?;
+    Ok(plain.with_pattern(data, refs, period, chain))
+}
+
+fn cc_name(c: stack::tcp::cc::CcAlgorithm) -> &'static str {
+    match c {
+        stack::tcp::cc::CcAlgorithm::Reno => "reno",
+        stack::tcp::cc::CcAlgorithm::Cubic => "cubic",
+    }
+}
+
 /// The report as JSON (for `--json` and `weir-bench`).
 pub fn report_json(r: &GenReport) -> serde_json::Value {
     let s = &r.stats;
@@ -349,24 +389,37 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     cfg.src_mac = port.mac()?;
     let off = port.offloads();
     cfg.tx_csum_offload = port.tx_csum_caps().ipv4_tcp();
-    let gen_pool = match (off.tx_multi_segs(), args.copy_payload) {
-        (true, false) => shared_pool(&eal, pool.for_port(port_id), args.mbufs, &cfg)?,
-        _ => None,
+    let chain = off.tx_multi_segs() && !args.copy_payload;
+    let gen_pool = if cfg.blast {
+        // The frame generator: its own payload sharing.
+        match chain {
+            true => shared_pool(&eal, pool.for_port(port_id), args.mbufs, &cfg)?,
+            false => None,
+        }
+        .unwrap_or_else(|| GenPool::plain(pool.for_port(port_id)))
+    } else {
+        pattern_pool(
+            &eal,
+            GenPool::plain(pool.for_port(port_id)),
+            args.mbufs,
+            &cfg,
+            chain,
+        )?
     };
-    let payload_mode = if gen_pool.is_some() {
+    let payload_mode = if chain {
         "shared by reference"
     } else {
         "copied"
     };
-    let gen_pool = gen_pool.unwrap_or_else(|| GenPool::plain(pool.for_port(port_id)));
     eprintln!(
-        "weir-gen {} on DPDK {}: port {port_id}, {} flows -> {}:{}, mss {}, ack counting {}, interleave {}, tx csum offload {}, payload {payload_mode}",
+        "weir-gen {} on DPDK {}: port {port_id}, {} flows -> {}:{}, mss {}, {}, ack counting {}, interleave {}, tx csum offload {}, payload {payload_mode}",
         env!("CARGO_PKG_VERSION"),
         Eal::version(),
         cfg.flows,
         cfg.dst_ip,
         cfg.dst_port,
         cfg.mss,
+        if cfg.blast { "open loop (no TCP)".to_string() } else { format!("weir TCP, {}", cc_name(cfg.cc)) },
         cfg.ack_counting,
         cfg.interleave,
         if cfg.tx_csum_offload { "on" } else { "off" },
@@ -401,7 +454,6 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         );
     }
     let dst_ip = cfg.dst_ip;
-    let mut sender = Sender::new(cfg);
     let quiet = args.quiet;
     // A bar over the sending time when it is known (hidden when stderr is not a
     // terminal; the per-second lines then go to stdout as before).
@@ -409,17 +461,15 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         .filter(|_| !quiet)
         .map(|d| crate::progress::timed(d.as_nanos() as f64 / 1e9, "weir-gen sending"));
     let mut last = (0u64, 0u64);
-    let mut tick = |s: &Sender, t: Duration| {
+    let mut line = |st: &GenStats, c: CwndSummary, t: Duration| {
         if quiet {
             return;
         }
         if let Some(pb) = &pb {
             pb.set_position(t.as_nanos() / 1_000_000);
         }
-        let st = s.stats();
         let (segs, bytes) = (st.segments - last.0, st.bytes - last.1);
         last = (st.segments, st.bytes);
-        let c = s.cwnd_summary();
         let line = format!(
             "{:>6.1}s  {:>7.3} Gbit/s  {:>9} seg/s  {} ACKs  {} retx  established {} closed {}  cwnd median {}",
             t.as_nanos() as f64 / 1e9,
@@ -436,16 +486,39 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
             _ => println!("{line}"),
         }
     };
-    let report = driver::run(
-        &mut sender,
-        &mut io,
-        RunOpts {
-            stop: &stop,
-            close_grace: Duration::from_secs(10),
-            max_runtime: Duration::from_secs(24 * 3600),
-            tick: Some(&mut tick),
-        },
-    );
+    let grace = Duration::from_secs(10);
+    let day = Duration::from_secs(24 * 3600);
+    let report = if cfg.blast {
+        let mut sender = Sender::new(cfg);
+        let mut tick = |s: &mut Sender, t: Duration| line(s.stats(), s.cwnd_summary(), t);
+        driver::run(
+            &mut sender,
+            &mut io,
+            RunOpts {
+                stop: &stop,
+                close_grace: grace,
+                max_runtime: day,
+                tick: Some(&mut tick),
+            },
+        )
+    } else {
+        let mut gen: Gen<Mbuf> = Gen::new(cfg).map_err(|e| anyhow!(e))?;
+        let mut tick = |g: &mut Gen<Mbuf>, t: Duration| {
+            let st = g.stats();
+            let c = g.cwnd_summary();
+            line(&st, c, t)
+        };
+        driver::run_gen(
+            &mut gen,
+            &mut io,
+            RunOpts {
+                stop: &stop,
+                close_grace: grace,
+                max_runtime: day,
+                tick: Some(&mut tick),
+            },
+        )
+    };
     drop(io);
     if let Some(pb) = &pb {
         pb.finish_and_clear();

@@ -1,9 +1,9 @@
-//! Runs a [`Sender`] on a DPDK port: the generator's loop.
+//! Runs weir-gen on a DPDK port: [`run_gen`] for the flows on weir's TCP ([`Gen`]),
+//! [`run`] for the frame generator ([`Sender`], `--blast` and the benchmark's anchor).
 //!
-//! One iteration: `now` from the TSC; one RX burst, every frame to
-//! [`Sender::handle_rx`] (then freed in one bulk call); [`Sender::handle_timeout`];
-//! [`Sender::poll_tx`] into the transmit batch; one `tx_burst`. Frames the queue refuses
-//! stay in the batch for the next iteration (a full ring is back-pressure, not loss).
+//! One iteration: `now` from the TSC; one RX burst to the engine; its timers; its frames
+//! into the transmit batch; one `tx_burst`. Frames the queue refuses stay in the batch
+//! for the next iteration (a full ring is back-pressure, not loss).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -14,6 +14,7 @@ use stack::time::{Duration, Instant};
 
 use crate::busy::BusySpan;
 
+use super::engine::Gen;
 use super::pool::GenPool;
 use super::sender::{CwndSummary, GenStats, Sender};
 
@@ -65,11 +66,11 @@ pub struct GenReport {
     pub stamps_damaged: u64,
 }
 
-/// A progress callback: the sender and the time since the start.
-pub type Tick<'a> = &'a mut dyn FnMut(&Sender, Duration);
+/// A progress callback: the engine and the time since the start.
+pub type Tick<'a, T> = &'a mut dyn FnMut(&mut T, Duration);
 
-/// Options of [`run`].
-pub struct RunOpts<'a> {
+/// Options of [`run`] and [`run_gen`] (`T`: the engine).
+pub struct RunOpts<'a, T> {
     /// Set by another thread (or a signal handler) to end the data phase early; flows then
     /// close as at the end of the duration.
     pub stop: &'a AtomicBool,
@@ -78,11 +79,11 @@ pub struct RunOpts<'a> {
     /// The longest the whole run may take.
     pub max_runtime: Duration,
     /// Called about once a second with the sender and the elapsed time (progress lines).
-    pub tick: Option<Tick<'a>>,
+    pub tick: Option<Tick<'a, T>>,
 }
 
 /// Runs `sender` on `io` until every flow has finished, or the limits in `opts` end it.
-pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenReport {
+pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_, Sender>) -> GenReport {
     let mut rx: Burst<Mbuf> = Burst::new();
     let mut out: Burst<Mbuf> = Burst::new();
     let start = io.clock.now();
@@ -180,4 +181,90 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_>) -> GenRep
 /// `true` once the sender's data phase is over (the duration ended or it was stopped).
 fn stopping(sender: &Sender) -> bool {
     sender.is_stopping()
+}
+
+/// Runs `gen` (flows on weir's TCP) on `io` until every flow has finished, or the limits
+/// in `opts` end it. `io.pool` must have been made [`GenPool::with_pattern`]: the flows'
+/// write buffers come from it.
+pub fn run_gen(gen: &mut Gen<Mbuf>, io: &mut GenIo, mut opts: RunOpts<'_, Gen<Mbuf>>) -> GenReport {
+    let mut rx: Burst<Mbuf> = Burst::new();
+    let mut out: Burst<Mbuf> = Burst::new();
+    let start = io.clock.now();
+    let hard_end = start + opts.max_runtime;
+    let mut close_by = Instant::NEVER;
+    let mut next_tick = start + Duration::from_secs(1);
+    let mut busy_cycles = 0u64;
+    let mut iter = 0u64;
+    let mut finished = false;
+    let mut now;
+    let mut span = BusySpan::default();
+    loop {
+        let t0 = Clock::cycles();
+        busy_cycles += span.close(t0);
+        now = io.clock.instant_at(t0);
+        let n = io.rx.rx_burst(&mut rx);
+        for b in rx.iter_mut() {
+            // As in `run`: a ring peer's frame asking for TX checksums gets them here (the
+            // generator is its NIC and the wire), and is then right by construction.
+            if b.complete_tx_checksums() {
+                b.set_received(GOOD);
+            }
+        }
+        gen.handle_rx_burst(now, &mut rx);
+        gen.poll(now, &mut io.pool);
+        let before = out.len();
+        let m = gen.poll_tx(now, &mut io.pool, &mut out);
+        if io.nic_rx_checksum {
+            for b in out[before..].iter_mut() {
+                b.set_received(GOOD);
+            }
+        }
+        if !out.is_empty() {
+            io.tx.tx_burst(&mut out);
+        }
+        if n > 0 || m > 0 {
+            span.busy(t0);
+        }
+        if gen.is_done() && out.is_empty() {
+            finished = true;
+            break;
+        }
+        iter += 1;
+        if iter % 256 == 0 {
+            if opts.stop.load(Ordering::Relaxed) && close_by == Instant::NEVER {
+                gen.stop_writing(now);
+            }
+            if gen.is_stopping() && close_by == Instant::NEVER {
+                close_by = now + opts.close_grace;
+            }
+            if now >= close_by || now >= hard_end {
+                break;
+            }
+            if now >= next_tick {
+                next_tick = now + Duration::from_secs(1);
+                if let Some(t) = opts.tick.as_mut() {
+                    t(gen, now.saturating_since(start));
+                }
+            }
+        }
+    }
+    busy_cycles += span.close(Clock::cycles());
+    let unsent = out.len() as u64;
+    out.clear();
+    let data_ns = gen
+        .data_span()
+        .map_or(0, |(a, b)| b.saturating_since(a).as_nanos());
+    let mut stats = gen.stats();
+    stats.stamped = io.pool.stamped_segments;
+    stats.shared = io.pool.chained_segments;
+    GenReport {
+        stats,
+        cwnd: gen.cwnd_summary(),
+        data_ns,
+        elapsed_ns: now.saturating_since(start).as_nanos(),
+        finished,
+        unsent,
+        busy_cycles,
+        stamps_damaged: io.pool.damaged(),
+    }
 }

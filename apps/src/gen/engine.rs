@@ -350,11 +350,11 @@ impl<B: PacketBuf> Gen<B> {
         self.events(now, src);
         self.pipe.handle_timeout(now);
         self.events(now, src);
-        if !self.stopping && self.stop_at.is_some_and(|t| now >= t) {
-            self.stop_writing(now);
-        }
+        let ended = self.stop_at.is_some_and(|t| now >= t);
         if self.dst_mac.is_none() {
-            let give_up = self.stopping || self.unresolved_by.is_some_and(|t| now >= t);
+            // Never resolved before the duration ended (or the ARP limit): every flow
+            // not finished times out, naming the cause (`unresolved`).
+            let give_up = ended || self.stopping || self.unresolved_by.is_some_and(|t| now >= t);
             if give_up && self.stats.unresolved == 0 {
                 self.stats.unresolved = 1;
                 for i in 0..self.cfg.flows {
@@ -364,8 +364,12 @@ impl<B: PacketBuf> Gen<B> {
                     }
                 }
                 self.waiting.clear();
+                self.stopping = true;
             }
             return;
+        }
+        if !self.stopping && ended {
+            self.stop_writing(now);
         }
         self.admit(now);
         while let Some(&(at, i)) = self.gaps.front() {
