@@ -80,7 +80,7 @@ use crate::gen::driver::{self, GenIo, GenReport, RunOpts};
 use crate::gen::payload::Payload;
 use crate::gen::pool::GenPool;
 use crate::gen::sender::HDR_LEN;
-use crate::gen::{GenConfig, Interleave, Sender};
+use crate::gen::{Gen, GenConfig, Interleave, Sender};
 
 pub(crate) const RX_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 pub(crate) const GEN_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
@@ -90,6 +90,10 @@ const RING_SIZE: u32 = 1024;
 /// Mbufs per pool: more than the rings (2 x 1,024), the receiver's out-of-order and GRO
 /// holdings and the caches can pin at once.
 const POOL_MBUFS: u32 = 16_383;
+/// Payload references for the stack sender's write buffers: every flow's send buffer
+/// full, at the largest flow count (`crate::gen::engine::slices_needed` for 4,096 flows
+/// is 36,928).
+const REFS: u32 = 65_535;
 /// weir-sink's defaults (`--gro-flush-ns`, `--max-flows`, `--rcvbuf`).
 pub const FLUSH_NS: u64 = 20_000;
 const GRO_FLOWS: usize = 4096;
@@ -107,15 +111,19 @@ enum Mode {
     /// The drop loop that also reads each frame's header lines (`RxWork::DropReadHeaders`).
     Headers,
     Stack,
+    /// `Stack` fed by the hand-rolled frame generator instead of weir's TCP: the
+    /// anchor for the stack sender's cycles per segment.
+    StackOldGen,
     NoGro,
     SwChecksum,
 }
 
 impl Mode {
-    const ALL: [Mode; 5] = [
+    const ALL: [Mode; 6] = [
         Mode::Drop,
         Mode::Headers,
         Mode::Stack,
+        Mode::StackOldGen,
         Mode::NoGro,
         Mode::SwChecksum,
     ];
@@ -125,6 +133,7 @@ impl Mode {
             Mode::Drop => "drop",
             Mode::Headers => "headers",
             Mode::Stack => "stack",
+            Mode::StackOldGen => "stack-oldgen",
             Mode::NoGro => "no-gro",
             Mode::SwChecksum => "sw-csum",
         }
@@ -134,22 +143,41 @@ impl Mode {
         match self {
             Mode::Drop => RxWork::Drop,
             Mode::Headers => RxWork::DropReadHeaders,
-            Mode::Stack | Mode::NoGro | Mode::SwChecksum => RxWork::Stack,
+            Mode::Stack | Mode::StackOldGen | Mode::NoGro | Mode::SwChecksum => RxWork::Stack,
         }
     }
     /// `true` for the loops that free what they receive (no TCP, no ACKs).
     fn drops(self) -> bool {
         self.work() != RxWork::Stack
     }
+    /// Which generator sends: the hand-rolled frame generator for the drop loops (open
+    /// loop, `--blast`) and the anchor row, weir's TCP for the others.
+    fn sender(self) -> SenderKind {
+        match self {
+            Mode::Drop | Mode::Headers | Mode::StackOldGen => SenderKind::HandRolled,
+            Mode::Stack | Mode::NoGro | Mode::SwChecksum => SenderKind::Stack,
+        }
+    }
     fn name(self) -> &'static str {
         match self {
             Mode::Drop => "drop",
             Mode::Headers => "drop+headers",
             Mode::Stack => "stack",
+            Mode::StackOldGen => "stack, hand-rolled sender",
             Mode::NoGro => "stack --no-gro",
             Mode::SwChecksum => "stack --sw-csum",
         }
     }
+}
+
+/// Which engine generates the traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderKind {
+    /// weir-gen's flows on weir's TCP ([`crate::gen::Gen`]).
+    Stack,
+    /// The hand-rolled frame generator ([`crate::gen::Sender`]): open loop for the drop
+    /// loops, and the anchor the stack sender is measured beside.
+    HandRolled,
 }
 
 /// One case's figures.
@@ -175,6 +203,10 @@ pub(crate) struct Rig {
     rx_port: Port,
     gen_plain: Mempool,
     gen_stamped: Mempool,
+    /// One mbuf per run holds the payload pattern the stack sender's write buffers
+    /// refer to (`gen_refs`: one mbuf each).
+    gen_pattern: Mempool,
+    gen_refs: Mempool,
     rx_pool: Mempool,
     /// The generator's MAC.
     pub(crate) gen_mac: [u8; 6],
@@ -221,6 +253,11 @@ impl Rig {
                 .context("creating the generator's stamped mbuf pool")?;
         let rx_pool = Mempool::new_stamped(&eal, "e2e_rx", POOL_MBUFS, 256, room, 0, &zeros)
             .context("creating the receiver's mbuf pool")?;
+        let pattern_len = Payload::with_period(usize::from(MSS)).as_bytes().len();
+        let gen_pattern = Mempool::new(&eal, "e2e_pattern", 3, 0, (pattern_len + 128) as u16)
+            .context("creating the payload pattern's pool")?;
+        let gen_refs = Mempool::new(&eal, "e2e_refs", REFS, 256, 0)
+            .context("creating the pool of payload references")?;
         let mut gen_port = Port::configure(&eal, a, gen_plain, &PortConfig::default())?;
         let mut rx_port = Port::configure(&eal, b, rx_pool, &PortConfig::default())?;
         // The receiver's ACKs may leave with TX checksum offload requested; the generator
@@ -236,6 +273,8 @@ impl Rig {
             rx_port,
             gen_plain,
             gen_stamped,
+            gen_pattern,
+            gen_refs,
             rx_pool,
             clock: Clock::new(&eal),
             eal,
@@ -254,6 +293,23 @@ impl Rig {
             self.gen_stamped.for_port(id),
             stamp,
         )
+    }
+
+    /// [`Rig::gen_pool`] with the payload pattern for the stack sender's write buffers
+    /// (a fresh pattern mbuf each run; stamped segments, nothing chained).
+    fn stack_gen_pool(&self) -> Result<GenPool> {
+        let payload = Payload::with_period(usize::from(MSS));
+        let mut m = self
+            .gen_pattern
+            .alloc_empty()
+            .ok_or_else(|| anyhow!("the payload pattern's pool is empty"))?;
+        if !m.extend_from_slice(payload.as_bytes()) {
+            bail!("the payload pattern does not fit its mbuf");
+        }
+        let data = dpdk::SharedData::new(m).ok_or_else(|| anyhow!("cannot share the pattern"))?;
+        Ok(self
+            .gen_pool()
+            .with_pattern(data, self.gen_refs, usize::from(MSS), false))
     }
 
     /// Frees whatever a case left in either ring.
@@ -276,8 +332,10 @@ impl Rig {
     /// Runs `gen` on the worker lcore and the receiver (`pipeline`, or one of the drop
     /// loops, as `work` says) here for about `secs` seconds plus the close; then empties the
     /// rings and checks every stamped buffer.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run(
         &self,
+        kind: SenderKind,
         gen: GenConfig,
         pipeline: PipelineConfig,
         work: RxWork,
@@ -290,11 +348,15 @@ impl Rig {
         let io = GenIo {
             rx: self.gen_port.rx_queue(0)?,
             tx: self.gen_port.tx_queue(0)?,
-            pool: self.gen_pool(),
+            pool: match kind {
+                SenderKind::Stack => self.stack_gen_pool()?,
+                SenderKind::HandRolled => self.gen_pool(),
+            },
             clock: self.clock,
             nic_rx_checksum,
         };
-        let launched = launch_generator(&self.eal, self.worker, io, gen, secs, &stop, &report)?;
+        let launched =
+            launch_generator(&self.eal, self.worker, kind, io, gen, secs, &stop, &report)?;
         let rx = run_receiver(ReceiverCore {
             rx: self.rx_port.rx_queue(0)?,
             tx: self.rx_port.tx_queue(0)?,
@@ -388,10 +450,11 @@ impl Rig {
     /// Runs one case of `weir-bench e2e`.
     fn case(&self, mode: Mode, flows: u32, o: &Options) -> Result<Sample> {
         let (secs, sw_checksum) = (o.seconds, o.sw_checksum);
-        let gro = (mode == Mode::Stack || mode == Mode::SwChecksum)
+        let gro = matches!(mode, Mode::Stack | Mode::StackOldGen | Mode::SwChecksum)
             .then_some((o.gro_flush_ns, o.gro_busy_hold_ns));
         let nic = !sw_checksum && mode != Mode::SwChecksum;
         let r = self.run(
+            mode.sender(),
             self.gen_config(flows, secs, mode.drops(), o.interleave),
             self.pipeline_config(gro, flows, nic),
             mode.work(),
@@ -402,12 +465,14 @@ impl Rig {
     }
 }
 
-/// Starts weir-gen's `Sender` on worker lcore `worker` for about `secs` seconds (plus the
-/// close), storing its report in `report` and setting `stop` when it is done (the receiver
-/// on the main lcore stops then). The ring-transfer tests launch it the same way.
+/// Starts the generator (`kind`) on worker lcore `worker` for about `secs` seconds (plus
+/// the close), storing its report in `report` and setting `stop` when it is done (the
+/// receiver on the main lcore stops then). The ring-transfer tests launch it the same way.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_generator(
     eal: &Eal,
     worker: u32,
+    kind: SenderKind,
     mut io: GenIo,
     cfg: GenConfig,
     secs: f64,
@@ -417,18 +482,40 @@ pub fn launch_generator(
     let stop = stop.clone();
     let report = report.clone();
     Ok(eal.remote_launch(worker, move || {
-        let mut sender = Sender::new(cfg);
         let never = AtomicBool::new(false);
-        let r = driver::run(
-            &mut sender,
-            &mut io,
-            RunOpts {
-                stop: &never,
-                close_grace: Duration::from_secs(10),
-                max_runtime: Duration::from_nanos((secs * 1e9) as u64) + Duration::from_secs(30),
-                tick: None,
+        let max_runtime = Duration::from_nanos((secs * 1e9) as u64) + Duration::from_secs(30);
+        let r = match kind {
+            SenderKind::HandRolled => {
+                let mut sender = Sender::new(cfg);
+                driver::run(
+                    &mut sender,
+                    &mut io,
+                    RunOpts {
+                        stop: &never,
+                        close_grace: Duration::from_secs(10),
+                        max_runtime,
+                        tick: None,
+                    },
+                )
+            }
+            SenderKind::Stack => match Gen::new(cfg) {
+                Ok(mut gen) => driver::run_gen(
+                    &mut gen,
+                    &mut io,
+                    RunOpts {
+                        stop: &never,
+                        close_grace: Duration::from_secs(10),
+                        max_runtime,
+                        tick: None,
+                    },
+                ),
+                Err(e) => {
+                    eprintln!("weir-bench: the stack sender refused its configuration: {e}");
+                    stop.store(true, Ordering::Relaxed);
+                    return 1;
+                }
             },
-        );
+        };
         drop(io);
         if let Ok(mut slot) = report.lock() {
             *slot = Some(r);

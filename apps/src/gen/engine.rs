@@ -70,10 +70,11 @@ pub fn snd_buf_per_flow(flows: u32) -> u32 {
 pub const SEND_BUDGET: u64 = 64 << 20;
 
 /// Write buffers a generator needs at most: every flow's send buffer full of
-/// [`slice_span`]-sized buffers, plus a write's worth each in flight to `send_bufs`.
+/// [`slice_span`]-sized buffers (and two short ones at write ends), plus one write's
+/// chain in flight to `send_bufs` (what it refuses is freed at once).
 pub fn slices_needed(cfg: &GenConfig) -> u64 {
-    let per = u64::from(snd_buf_per_flow(cfg.flows)) / slice_span(cfg.mss) + 2 + MAX_CHAIN as u64;
-    u64::from(cfg.flows) * per
+    let per = u64::from(snd_buf_per_flow(cfg.flows)) / slice_span(cfg.mss) + 3;
+    u64::from(cfg.flows) * per + MAX_CHAIN as u64
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use super::{median, progress};
-use crate::bench::e2e::Rig;
+use crate::bench::e2e::{Rig, SenderKind};
 use crate::bench::loops::RxWork;
 use crate::eal_args::Memory;
 use crate::gen::Interleave;
@@ -27,6 +27,7 @@ pub fn cycles_per_segment(
         let mut v = Vec::new();
         for _ in 0..rounds.max(1) {
             let r = rig.run(
+                SenderKind::Stack,
                 rig.gen_config(flows, secs, false, Interleave::Segment),
                 rig.pipeline_config(Some((w, 0)), flows, true),
                 RxWork::Stack,
