@@ -89,9 +89,15 @@ fn frames_carry_slices_of_shared_data_by_reference() {
     let mut r = shared.reference(&refs, 100, 50).expect("a reference");
     assert_eq!(r.data(), &pattern[100..150]);
     assert_eq!(shared.references(), before + 1);
-    assert!(r.data_mut().is_empty(), "an indirect mbuf is never writable");
+    assert!(
+        r.data_mut().is_empty(),
+        "an indirect mbuf is never writable"
+    );
     assert!(r.append(1).is_none());
-    assert!(shared.reference(&refs, 5990, 11).is_none(), "outside the data");
+    assert!(
+        shared.reference(&refs, 5990, 11).is_none(),
+        "outside the data"
+    );
     drop(r);
     assert_eq!(shared.references(), before);
 

@@ -578,11 +578,9 @@ fn prefilled_payload_frames_equal_copied_ones() {
     assert_eq!(n, 5);
     let local = stack::wire::LocalAddrs::new(PEER_MAC, Some(PEER_IP4), None);
     for f in &prefilled {
-        let stack::wire::parse::Parsed::Tcp(_) = stack::wire::parse::parse(
-            f,
-            stack::buf::RxChecksum::default(),
-            &local,
-        ) else {
+        let stack::wire::parse::Parsed::Tcp(_) =
+            stack::wire::parse::parse(f, stack::buf::RxChecksum::default(), &local)
+        else {
             panic!("a frame with bad checksums");
         };
     }
@@ -598,7 +596,10 @@ fn set_push_off_sends_no_psh() {
         assert_eq!(send(&mut h, id, &bytes(0, 3000)), 3000);
         let out = h.tx();
         assert_eq!(out.len(), 3);
-        let pushed = out.iter().filter(|m| m.flags.contains(TcpFlags::PSH)).count();
+        let pushed = out
+            .iter()
+            .filter(|m| m.flags.contains(TcpFlags::PSH))
+            .count();
         assert_eq!(pushed, usize::from(on));
     }
 }

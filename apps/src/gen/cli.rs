@@ -231,11 +231,16 @@ pub fn pattern_pool(
     let period = cfg.pattern_period as usize;
     let payload = super::payload::Payload::with_period(period);
     let bytes = payload.as_bytes();
-    let room = u16::try_from(bytes.len() + 128)
-        .map_err(|_| anyhow!("the payload pattern ({} bytes) does not fit an mbuf", bytes.len()))?;
+    let room = u16::try_from(bytes.len() + 128).map_err(|_| {
+        anyhow!(
+            "the payload pattern ({} bytes) does not fit an mbuf",
+            bytes.len()
+        )
+    })?;
     let big = Mempool::new(eal, "weir_gen_pattern", 1, 0, room)
         .context("creating the pool for the payload pattern")?;
-    let refs_n = (super::engine::slices_needed(cfg) + u64::from(mbufs)).min(u64::from(u32::MAX / 2));
+    let refs_n =
+        (super::engine::slices_needed(cfg) + u64::from(mbufs)).min(u64::from(u32::MAX / 2));
     let refs = Mempool::new(eal, "weir_gen_refs", refs_n as u32, 256, 0)
         .with_context(|| format!("creating the pool of {refs_n} payload references (fewer --flows, or more memory with -m)"))?;
     let mut m = big

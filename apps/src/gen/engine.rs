@@ -101,6 +101,10 @@ struct Flow {
     burst_end: u64,
     /// The burst is written and waits for its acknowledgment (then the gap).
     awaiting_ack: bool,
+    /// When the current burst (or transfer) began, while its window still limits it.
+    ramp_from: Option<Instant>,
+    /// The current burst's ramp was measured (or is being).
+    ramp_seen: bool,
 }
 
 /// N flows on weir's TCP. See the module documentation.
@@ -119,6 +123,9 @@ pub struct Gen<B: PacketBuf> {
     acking: Vec<u32>,
     /// Flows whose FIN is queued.
     closing: Vec<u32>,
+    /// Flows in a ramp (their window still the limit), checked [`RAMP_SCAN`] per poll.
+    ramping: Vec<u32>,
+    ramp_next: usize,
     resolver: Option<Resolver>,
     dst_mac: Option<[u8; 6]>,
     started: Option<Instant>,
@@ -136,6 +143,9 @@ pub struct Gen<B: PacketBuf> {
 /// How often (in loop iterations) the flows waiting for an acknowledgment or for their
 /// close are checked.
 const CHECK_EVERY: u64 = 64;
+
+/// Ramping flows one [`Gen::poll`] checks (in turn): whether the window stopped limiting.
+const RAMP_SCAN: usize = 16;
 
 impl<B: PacketBuf> Gen<B> {
     /// The flows of `cfg` on a pipeline of their own. Fails on what the stack cannot do
@@ -177,7 +187,8 @@ impl<B: PacketBuf> Gen<B> {
                 algorithm: cfg.cc,
                 counting,
                 max_cwnd: (u64::from(cfg.max_cwnd) * u64::from(mss))
-                    .clamp(2 * u64::from(mss), u64::from(u32::MAX)) as u32,
+                    .clamp(2 * u64::from(mss), u64::from(u32::MAX))
+                    as u32,
                 initial_segments: Some(cfg.init_cwnd),
                 ..CcConfig::default()
             },
@@ -212,6 +223,8 @@ impl<B: PacketBuf> Gen<B> {
                     written: 0,
                     burst_end: end,
                     awaiting_ack: false,
+                    ramp_from: None,
+                    ramp_seen: false,
                 };
                 n
             ],
@@ -221,6 +234,8 @@ impl<B: PacketBuf> Gen<B> {
             gaps: VecDeque::with_capacity(n),
             acking: Vec::with_capacity(n),
             closing: Vec::with_capacity(n),
+            ramping: Vec::with_capacity(n),
+            ramp_next: 0,
             resolver,
             started: None,
             stop_at: None,
@@ -382,8 +397,12 @@ impl<B: PacketBuf> Gen<B> {
             if f.phase == Phase::Open {
                 let total = self.cfg.bytes_per_flow.unwrap_or(u64::MAX);
                 f.burst_end = (f.written + self.cfg.burst_bytes.unwrap_or(u64::MAX)).min(total);
+                f.ramp_seen = false;
                 self.fill(now, i, src);
             }
+        }
+        if !self.ramping.is_empty() {
+            self.check_ramps(now);
         }
         self.iter += 1;
         if self.iter % CHECK_EVERY == 0 {
@@ -404,9 +423,9 @@ impl<B: PacketBuf> Gen<B> {
                 r.poll_tx(now, pool, out);
             }
         }
-        let sent_before = self.pipe.stats().tcp.data_segments_sent;
+        let sent_before = self.pipe.tcp().stats().data_segments_sent;
         self.pipe.poll_tx(now, pool, out);
-        if self.pipe.stats().tcp.data_segments_sent != sent_before {
+        if self.pipe.tcp().stats().data_segments_sent != sent_before {
             self.first_data.get_or_insert(now);
             self.last_data = Some(now);
         }
@@ -480,9 +499,6 @@ impl<B: PacketBuf> Gen<B> {
             let remote = SocketAddr::new(IpAddr::V4(self.cfg.dst_ip), self.cfg.dst_port);
             match self.pipe.tcp().connect(now, IpAddr::V4(ip), remote, opts) {
                 Ok(id) => {
-                    if self.cfg.psh == PshMode::Never {
-                        let _ = self.pipe.tcp().set_push(id, false);
-                    }
                     // Nagle stays on (Linux's default): a write's short tail waits for
                     // the next write while data is in flight, so segments stay full.
                     let f = &mut self.flows[i as usize];
@@ -513,6 +529,12 @@ impl<B: PacketBuf> Gen<B> {
         let ws = u64::from(self.cfg.write_size);
         let period = self.cfg.pattern_period as u64;
         let mut written = f.written;
+        if !f.ramp_seen && written < f.burst_end {
+            let fm = &mut self.flows[i as usize];
+            fm.ramp_seen = true;
+            fm.ramp_from = Some(now);
+            self.ramping.push(i);
+        }
         loop {
             if written >= f.burst_end {
                 break;
@@ -536,7 +558,16 @@ impl<B: PacketBuf> Gen<B> {
                 break;
             }
             let offered = u64::from(chain.len());
-            let taken = self.pipe.tcp().send_bufs(now, id, &mut chain).unwrap_or(0) as u64;
+            // PSH on the segment that ends the write, as the hand-rolled sender and
+            // Linux's `tcp_push` at the end of a `sendmsg` that took everything: a call
+            // the send buffer takes only in part carries none (the rest follows after
+            // `Event::Writable`, and the call that ends the write pushes).
+            let tcp = self.pipe.tcp();
+            let ends_write = at == write_end
+                && self.cfg.psh == PshMode::EveryWrite
+                && tcp.writable_bytes(id) as u64 >= offered;
+            let _ = tcp.set_push(id, ends_write);
+            let taken = tcp.send_bufs(now, id, &mut chain).unwrap_or(0) as u64;
             written += taken;
             // What was refused goes back (its buffers are freed); `Event::Writable`
             // comes when the send buffer has room again.
@@ -593,7 +624,9 @@ impl<B: PacketBuf> Gen<B> {
         while k < self.closing.len() {
             let i = self.closing[k];
             let f = self.flows[i as usize];
-            let state = f.id.and_then(|id| self.pipe.tcp().info(id)).map(|c| c.state);
+            let state =
+                f.id.and_then(|id| self.pipe.tcp().info(id))
+                    .map(|c| c.state);
             let done = f.phase == Phase::Done;
             // TIME-WAIT: both FINs acknowledged; the stack keeps the 4-tuple for 2 MSL.
             if done || matches!(state, Some(State::TimeWait | State::Closed) | None) {
@@ -605,6 +638,41 @@ impl<B: PacketBuf> Gen<B> {
             } else {
                 k += 1;
             }
+        }
+    }
+
+    /// Time to full rate (the lab's measure, field report 000): a ramp ends when the
+    /// congestion window no longer limits the flow: it reached the peer's window or
+    /// `--max-cwnd`, or everything of the burst is sent (the application is the limit).
+    fn check_ramps(&mut self, now: Instant) {
+        let max_cwnd = u64::from(self.cfg.max_cwnd) * u64::from(self.cfg.mss);
+        for _ in 0..RAMP_SCAN.min(self.ramping.len()) {
+            if self.ramp_next >= self.ramping.len() {
+                self.ramp_next = 0;
+            }
+            let i = self.ramping[self.ramp_next];
+            let f = self.flows[i as usize];
+            let info = f.id.and_then(|id| self.pipe.tcp().info(id));
+            let done = match (&info, f.phase) {
+                (Some(c), Phase::Open) => {
+                    let cwnd = u64::from(c.cwnd);
+                    cwnd >= u64::from(c.snd_wnd).min(max_cwnd)
+                        || (c.snd_unsent == 0 && f.written >= f.burst_end)
+                }
+                _ => true,
+            };
+            if !done {
+                self.ramp_next += 1;
+                continue;
+            }
+            self.ramping.swap_remove(self.ramp_next);
+            if let (Some(t), Phase::Open | Phase::Closing) = (f.ramp_from, f.phase) {
+                let ns = now.saturating_since(t).as_nanos();
+                self.stats.ramps += 1;
+                self.stats.ramp_ns_sum += ns;
+                self.stats.ramp_ns_max = self.stats.ramp_ns_max.max(ns);
+            }
+            self.flows[i as usize].ramp_from = None;
         }
     }
 
@@ -635,6 +703,7 @@ impl<B: PacketBuf> Gen<B> {
 
     /// How long since the first poll.
     pub fn elapsed(&self, now: Instant) -> Duration {
-        self.started.map_or(Duration::ZERO, |t| now.saturating_since(t))
+        self.started
+            .map_or(Duration::ZERO, |t| now.saturating_since(t))
     }
 }

@@ -27,6 +27,10 @@ const RX_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 
 struct Outcome {
     gen: Gen<VecBuf>,
+    /// Data segments the generator sent (distinct sequence numbers: a retransmission or
+    /// a tail loss probe counts once), and how many of them carried PSH.
+    data_frames: u64,
+    psh_frames: u64,
     digests: HashMap<u16, (u64, [u8; 32])>,
     closed: usize,
     gen_pool: usize,
@@ -54,6 +58,8 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
     let mut closed = 0;
     let mut now = Instant::from_nanos(1_000_000);
     let mut acks: Burst<VecBuf> = Burst::new();
+    let (mut data_frames, mut psh_frames) = (0u64, 0u64);
+    let mut seen = std::collections::HashSet::new();
     for _ in 0..max_iters {
         now += Duration::from_micros(5);
         // The receiver's frames from the last iteration reach the generator.
@@ -67,7 +73,23 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
         gen.poll_tx(now, &mut gen_pool, &mut seg);
         let mut rx: Burst<VecBuf> = Burst::new();
         for b in seg.drain(..) {
-            rx.push(rx_pool.adopt(b.data().to_vec()).expect("rx pool"));
+            let d = b.data();
+            // Ethernet, IPv4 (20 bytes: the generator sends no IP options), TCP.
+            let payload = d
+                .len()
+                .saturating_sub(34 + usize::from(d.get(46).map_or(0, |o| o >> 4)) * 4);
+            if d[12..14] == [0x08, 0x00] && payload > 0 {
+                let key = (u16::from_be_bytes([d[34], d[35]]), &d[38..42]);
+                let key = (
+                    key.0,
+                    u32::from_be_bytes([key.1[0], key.1[1], key.1[2], key.1[3]]),
+                );
+                if seen.insert(key) {
+                    data_frames += 1;
+                    psh_frames += u64::from(d[34 + 13] & 0x08 != 0);
+                }
+            }
+            rx.push(rx_pool.adopt(d.to_vec()).expect("rx pool"));
         }
         p.handle_rx_burst(now, &mut rx);
         p.handle_timeout(now);
@@ -111,6 +133,8 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
     drop(p);
     Outcome {
         gen,
+        data_frames,
+        psh_frames,
         digests,
         closed,
         gen_pool: gen_pool.in_use(),
@@ -178,6 +202,9 @@ fn stack_bursts_wait_for_their_ack_and_the_gap() {
     for (n, d) in o.digests.values() {
         assert_eq!((*n, *d), (200_000, stream_digest(200_000)));
     }
+    // Five bursts per flow, each a ramp from the restarted window (RFC 5681 §4.1).
+    assert_eq!(s.ramps, 10, "{s:?}");
+    assert!(s.ramp_ns_max > 0 && s.ramp_ns_sum >= s.ramp_ns_max);
 }
 
 #[test]
@@ -221,4 +248,22 @@ fn stack_refuses_what_it_cannot_do() {
         ..GenConfig::default()
     };
     assert!(Gen::<VecBuf>::new(blast).is_err());
+}
+
+/// `--psh every-write`: exactly the segment that ends each write carries PSH, also when
+/// the send buffer takes a write in parts; `--psh never`: none does.
+#[test]
+fn stack_psh_marks_each_write_end_and_nothing_else() {
+    for (psh, writes) in [(PshMode::EveryWrite, 40u64), (PshMode::Never, 0)] {
+        let c = GenConfig {
+            write_size: 45 * 1448,
+            pattern_period: 1448,
+            psh,
+            ..cfg(1, 40 * 45 * 1448)
+        };
+        let o = run(c, true, 400_000);
+        assert!(o.gen.is_done());
+        assert_eq!(o.data_frames, 40 * 45, "full segments only");
+        assert_eq!(o.psh_frames, writes, "{psh:?}");
+    }
 }

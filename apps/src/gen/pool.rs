@@ -295,7 +295,9 @@ impl PayloadSource<Mbuf> for GenPool {
     #[inline]
     fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<Mbuf>> {
         let sh = self.shared.as_ref()?;
-        let buf = sh.data.reference(&sh.refs, u16::try_from(start).ok()?, len)?;
+        let buf = sh
+            .data
+            .reference(&sh.refs, u16::try_from(start).ok()?, len)?;
         Some(PayloadSlice { buf, off: 0, len })
     }
 }

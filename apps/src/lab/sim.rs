@@ -1,4 +1,4 @@
-//! The lab's virtual-clock model: weir-gen's [`Sender`] against weir's [`Pipeline`] in
+//! The lab's virtual-clock model: weir-gen's flows on weir's TCP ([`Gen`]) against weir's [`Pipeline`] in
 //! memory, joined by a modelled link (a FIFO serialised at a fixed bit rate plus a
 //! one-way propagation delay in each direction).
 //!
@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 
 use anyhow::{anyhow, Result};
 use stack::ack::AckPolicy;
-use stack::buf::{PacketBuf, RxChecksum};
+use stack::buf::PacketBuf;
 use stack::driver::Burst;
 use stack::gro::{GroConfig, HoldHistogram};
 use stack::mem::{VecBuf, VecPool};
@@ -23,7 +23,8 @@ use stack::tcp::{Event, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::LocalAddrs;
 
-use crate::gen::{GenConfig, GenStats, Sender};
+use crate::gen::pool::VecSource;
+use crate::gen::{Gen, GenConfig, GenStats};
 
 /// The receiver's MAC in the model.
 pub const RX_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
@@ -141,7 +142,8 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
         g.duration = Some(Duration::from_nanos(end_ns * 2));
     }
     g.validate().map_err(|e| anyhow!(e))?;
-    let mut sender = Sender::new(g);
+    let mut src = VecSource::new(g.pattern_period as usize);
+    let mut sender: Gen<VecBuf> = Gen::new(g).map_err(|e| anyhow!(e))?;
     let mut gen_pool = VecPool::new(1 << 20, 2048);
     let mut rx_pool = VecPool::new(1 << 20, 2048);
     let mut p: Pipeline<VecBuf> = Pipeline::new(PipelineConfig {
@@ -170,11 +172,12 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
     let mut last_tick = t0;
     while now < end {
         if base.is_none() && now >= warm_end {
-            base = Some((p.stats(), sender.stats().clone(), acks_sent));
+            base = Some((p.stats(), sender.stats(), acks_sent));
             delivered = 0;
         }
-        // The sender: timers, then frames while its NIC ring has room.
-        sender.handle_timeout(now);
+        // The sender: its events, writes and timers, then frames while its NIC ring has
+        // room.
+        sender.poll(now, &mut src);
         while fwd.queue.len() < 64 {
             let mut out: Burst<VecBuf> = Burst::new();
             if sender.poll_tx(now, &mut gen_pool, &mut out) == 0 {
@@ -224,16 +227,25 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
             }
         }
         rev.pump(now);
-        while rev.flight.front().is_some_and(|(t, _)| *t <= now) {
+        let mut back: Burst<VecBuf> = Burst::new();
+        while !back.is_full() && rev.flight.front().is_some_and(|(t, _)| *t <= now) {
             if let Some((_, f)) = rev.flight.pop_front() {
-                sender.handle_rx(now, &f, RxChecksum::default());
+                if let Some(b) = gen_pool.adopt(f) {
+                    back.push(b);
+                }
             }
         }
+        sender.handle_rx_burst(now, &mut back);
         // The next instant anything happens; the sender's timers are scanned every 10 µs.
         let mut next = now + Duration::from_micros(10);
-        for t in [fwd.next_event(), rev.next_event(), p.poll_timeout()]
-            .into_iter()
-            .flatten()
+        for t in [
+            fwd.next_event(),
+            rev.next_event(),
+            p.poll_timeout(),
+            sender.pipeline().poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
         {
             next = next.min(t);
         }
@@ -253,7 +265,7 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
             sender.stats()
         );
     }
-    let g1 = sender.stats().clone();
+    let g1 = sender.stats();
     let secs = cfg.measure.as_nanos() as f64 / 1e9;
     let segments = s1
         .tcp

@@ -59,9 +59,14 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
     .expect("pool");
     let period = if stamped { MSS } else { PERIOD };
     let pattern = Payload::with_period(period);
-    let pattern_pool =
-        Mempool::new(&eal, "gt_pattern", 1, 0, (pattern.as_bytes().len() + 128) as u16)
-            .expect("pool");
+    let pattern_pool = Mempool::new(
+        &eal,
+        "gt_pattern",
+        1,
+        0,
+        (pattern.as_bytes().len() + 128) as u16,
+    )
+    .expect("pool");
     let refs = Mempool::new(&eal, "gt_refs", 4095, 0, 0).expect("pool");
     let rx_pool = Mempool::new(&eal, "gt_rx", 8191, 256, dpdk::DEFAULT_DATA_ROOM).expect("pool");
     let mut gen_port = Port::configure(&eal, a, gen_pool, &PortConfig::default()).expect("port a");
@@ -163,7 +168,10 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
         // per write at most) is copied.
         let writes = u64::from(FLOWS) * BYTES.div_ceil(100_000);
         assert!(g.stats.stamped > 0, "{g:?}");
-        assert!(g.stats.segments - g.stats.stamped <= writes + u64::from(FLOWS), "{g:?}");
+        assert!(
+            g.stats.segments - g.stats.stamped <= writes + u64::from(FLOWS),
+            "{g:?}"
+        );
     } else {
         assert_eq!(g.stats.stamped, 0);
     }
@@ -195,5 +203,9 @@ pub(crate) fn transfer(name: &str, stamped: bool) {
     assert_eq!(data_pool.in_use(), data_in_use, "generator's stamped pool");
     assert_eq!(rx_pool.in_use(), rx_in_use, "receiver pool");
     assert_eq!(refs.in_use(), 0, "every write buffer was freed");
-    assert_eq!(pattern_pool.in_use(), 0, "the pattern went back with its last reference");
+    assert_eq!(
+        pattern_pool.in_use(),
+        0,
+        "the pattern went back with its last reference"
+    );
 }

@@ -266,8 +266,8 @@ impl AckTemplate {
             }
             d[t + 16] = 0;
             d[t + 17] = 0;
-            let sum = checksum::add(self.pseudo + tcp_len as u64, &d[t..hdrs])
-                + u64::from(payload_sum);
+            let sum =
+                checksum::add(self.pseudo + tcp_len as u64, &d[t..hdrs]) + u64::from(payload_sum);
             let c = !checksum::fold(sum);
             d[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
         }

@@ -350,8 +350,16 @@ impl<B: PacketBuf> Conn<B> {
             match self.snd.locate(seq, len as usize) {
                 Some((src, off, psh)) => {
                     let more = if psh { TcpFlags::PSH } else { TcpFlags::NONE };
-                    self.tmpl
-                        .build_prefilled(pool, &f, &opt[..n], src, off, len as usize, more, offload)
+                    self.tmpl.build_prefilled(
+                        pool,
+                        &f,
+                        &opt[..n],
+                        src,
+                        off,
+                        len as usize,
+                        more,
+                        offload,
+                    )
                 }
                 None => None,
             }
@@ -419,7 +427,6 @@ pub(crate) enum Sent {
     /// A zero-window probe.
     Probe,
 }
-
 
 impl<B: PacketBuf> Tcp<B> {
     /// Builds every segment due (data, ACKs, FINs, RSTs, SYN-ACKs) into buffers from
