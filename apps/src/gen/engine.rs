@@ -110,9 +110,15 @@ struct Flow {
 /// N flows on weir's TCP. See the module documentation.
 pub struct Gen<B: PacketBuf> {
     cfg: GenConfig,
-    pipe: Pipeline<B>,
+    /// One pipeline per source address (the stack answers for one IPv4 address per
+    /// pipeline): flow `i` is on `pipes[i / ports_per_ip]`.
+    pipes: Vec<Pipeline<B>>,
+    /// Per-pipeline bursts a received burst is sorted into (more than one address).
+    demux: Vec<Burst<B>>,
+    /// Connection slots per pipeline (its `max_conns`).
+    slots: usize,
     flows: Vec<Flow>,
-    /// Flow of each connection slot (`ConnId::index`).
+    /// Flow of each connection slot: `pipe * slots + ConnId::index`.
     by_slot: Vec<u32>,
     waiting: VecDeque<u32>,
     half_open: u32,
@@ -148,20 +154,16 @@ const CHECK_EVERY: u64 = 64;
 const RAMP_SCAN: usize = 16;
 
 impl<B: PacketBuf> Gen<B> {
-    /// The flows of `cfg` on a pipeline of their own. Fails on what the stack cannot do
-    /// (more than one source address, or an invalid window setting).
+    /// The flows of `cfg` on pipelines of their own, one per source address. Fails on an
+    /// invalid configuration (and `--blast`, which is no TCP).
     pub fn new(cfg: GenConfig) -> Result<Self, String> {
         cfg.validate()?;
         if cfg.blast {
             return Err("--blast is not TCP: it runs on the frame generator".into());
         }
-        let (last_ip, _) = cfg.flow_addr(cfg.flows - 1);
-        if last_ip != cfg.src_ip {
-            return Err(format!(
-                "{} flows need more than one source address at --ports-per-ip {}: the stack answers for one address per port (give at most {} flows, or more ports per address)",
-                cfg.flows, cfg.ports_per_ip, cfg.ports_per_ip
-            ));
-        }
+        let per = u32::from(cfg.ports_per_ip.max(1));
+        let addrs = cfg.flows.div_ceil(per) as usize;
+        let slots = cfg.flows.min(per) as usize;
         let mss = u32::from(cfg.mss);
         let snd_buf = snd_buf_per_flow(cfg.flows);
         let counting = match cfg.ack_counting {
@@ -170,7 +172,7 @@ impl<B: PacketBuf> Gen<B> {
             AckCounting::Bytes => cc::AckCounting::Bytes,
         };
         let tcp = TcpConfig {
-            max_conns: cfg.flows as usize,
+            max_conns: slots,
             // The receiver sends no data: a small receive side per connection.
             rcv_buf: 64 << 10,
             rxq_slices: 8,
@@ -194,14 +196,18 @@ impl<B: PacketBuf> Gen<B> {
             },
             ..TcpConfig::default()
         };
-        let pcfg = PipelineConfig {
-            local: LocalAddrs::new(cfg.src_mac, Some(cfg.src_ip), None),
-            gro: None,
-            tcp,
-            listen: Vec::new(),
-            tx_csum_offload: cfg.tx_csum_offload,
-        };
-        let pipe = Pipeline::new(pcfg).map_err(|e| format!("cannot set up TCP: {e}"))?;
+        let mut pipes = Vec::with_capacity(addrs);
+        for k in 0..addrs {
+            let (ip, _) = cfg.flow_addr(k as u32 * per);
+            let pcfg = PipelineConfig {
+                local: LocalAddrs::new(cfg.src_mac, Some(ip), None),
+                gro: None,
+                tcp: tcp.clone(),
+                listen: Vec::new(),
+                tx_csum_offload: cfg.tx_csum_offload,
+            };
+            pipes.push(Pipeline::new(pcfg).map_err(|e| format!("cannot set up TCP: {e}"))?);
+        }
         let n = cfg.flows as usize;
         let end = cfg.burst_bytes.or(cfg.bytes_per_flow).unwrap_or(u64::MAX);
         let end = end.min(cfg.bytes_per_flow.unwrap_or(u64::MAX));
@@ -228,7 +234,13 @@ impl<B: PacketBuf> Gen<B> {
                 };
                 n
             ],
-            by_slot: vec![u32::MAX; n],
+            by_slot: vec![u32::MAX; addrs * slots],
+            demux: if addrs > 1 {
+                (0..addrs).map(|_| Burst::new()).collect()
+            } else {
+                Vec::new()
+            },
+            slots,
             waiting: (0..cfg.flows).collect(),
             half_open: 0,
             gaps: VecDeque::with_capacity(n),
@@ -246,7 +258,7 @@ impl<B: PacketBuf> Gen<B> {
             first_data: None,
             last_data: None,
             iter: 0,
-            pipe,
+            pipes,
             cfg,
         })
     }
@@ -256,9 +268,21 @@ impl<B: PacketBuf> Gen<B> {
         &self.cfg
     }
 
-    /// The stack underneath (its counters are the generator's).
-    pub fn pipeline(&self) -> &Pipeline<B> {
-        &self.pipe
+    /// The earliest timer of the stack underneath (the lab's model steps its clock to
+    /// it).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.pipes.iter().filter_map(Pipeline::poll_timeout).min()
+    }
+
+    /// The pipeline and connection of flow `i`'s source address.
+    #[inline]
+    fn pipe_of(&self, i: u32) -> usize {
+        (i / u32::from(self.cfg.ports_per_ip.max(1))) as usize
+    }
+
+    fn tcp_of(&mut self, i: u32) -> &mut stack::tcp::Tcp<B> {
+        let k = self.pipe_of(i);
+        self.pipes[k].tcp()
     }
 
     /// `true` once every flow has finished (closed, failed or never started).
@@ -303,7 +327,17 @@ impl<B: PacketBuf> Gen<B> {
 
     /// The counters, the stack's and the generator's own together.
     pub fn stats(&self) -> GenStats {
-        let s = self.pipe.stats();
+        let mut s = self.pipes[0].stats();
+        for p in &self.pipes[1..] {
+            let o = p.stats();
+            s.tcp.merge(&o.tcp);
+            s.ack.merge(&o.ack);
+            for (a, b) in s.parse.drops.iter_mut().zip(o.parse.drops.iter()) {
+                *a += *b;
+            }
+            s.pipeline.arp_replies += o.pipeline.arp_replies;
+            s.pipeline.ctl_queue_full += o.pipeline.ctl_queue_full;
+        }
         let t = &s.tcp;
         let mut g = self.stats.clone();
         g.segments = t.data_segments_sent + t.retransmits;
@@ -337,8 +371,12 @@ impl<B: PacketBuf> Gen<B> {
     pub fn cwnd_summary(&mut self) -> CwndSummary {
         let mss = u64::from(self.cfg.mss.max(1));
         let mut w: Vec<u64> = Vec::new();
-        for f in &self.flows {
-            if let Some(info) = f.id.and_then(|id| self.pipe.tcp().info(id)) {
+        for i in 0..self.cfg.flows {
+            let k = self.pipe_of(i);
+            if let Some(info) = self.flows[i as usize]
+                .id
+                .and_then(|id| self.pipes[k].tcp().info(id))
+            {
                 w.push(u64::from(info.cwnd) / mss);
             }
         }
@@ -353,7 +391,33 @@ impl<B: PacketBuf> Gen<B> {
                 self.dst_mac = r.mac();
             }
         }
-        self.pipe.handle_rx_burst(now, rx);
+        if self.demux.is_empty() {
+            self.pipes[0].handle_rx_burst(now, rx);
+            return;
+        }
+        // Sorted by destination address: IPv4's, or an ARP request's target (anything
+        // else goes to the first pipeline, which counts it).
+        let base = u32::from(self.cfg.src_ip);
+        for b in rx.drain(..) {
+            let d = b.data();
+            let at = match d.get(12..14) {
+                Some([0x08, 0x00]) => 30,
+                Some([0x08, 0x06]) => 38,
+                _ => usize::MAX,
+            };
+            let k = d
+                .get(at..at.saturating_add(4))
+                .map(|a| u32::from_be_bytes([a[0], a[1], a[2], a[3]]).wrapping_sub(base) as usize)
+                .filter(|&k| k < self.demux.len())
+                .unwrap_or(0);
+            if let Err(e) = self.demux[k].try_push(b) {
+                // Not reachable: each per-pipeline burst holds a whole burst.
+                drop(e);
+            }
+        }
+        for (p, b) in self.pipes.iter_mut().zip(self.demux.iter_mut()) {
+            p.handle_rx_burst(now, b);
+        }
     }
 
     /// Steps 2-4: the stack's events, the flows' writes, admissions and timers.
@@ -364,7 +428,9 @@ impl<B: PacketBuf> Gen<B> {
             self.unresolved_by = Some(start + ARP_GIVE_UP);
         }
         self.events(now, src);
-        self.pipe.handle_timeout(now);
+        for p in &mut self.pipes {
+            p.handle_timeout(now);
+        }
         self.events(now, src);
         let ended = self.stop_at.is_some_and(|t| now >= t);
         if self.dst_mac.is_none() {
@@ -423,9 +489,13 @@ impl<B: PacketBuf> Gen<B> {
                 r.poll_tx(now, pool, out);
             }
         }
-        let sent_before = self.pipe.tcp().stats().data_segments_sent;
-        self.pipe.poll_tx(now, pool, out);
-        if self.pipe.tcp().stats().data_segments_sent != sent_before {
+        let mut sent = false;
+        for p in &mut self.pipes {
+            let before = p.tcp().stats().data_segments_sent;
+            p.poll_tx(now, pool, out);
+            sent |= p.tcp().stats().data_segments_sent != before;
+        }
+        if sent {
             self.first_data.get_or_insert(now);
             self.last_data = Some(now);
         }
@@ -433,7 +503,13 @@ impl<B: PacketBuf> Gen<B> {
     }
 
     fn events<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
-        while let Some(ev) = self.pipe.tcp().poll_event() {
+        for k in 0..self.pipes.len() {
+            self.events_of(now, k, src);
+        }
+    }
+
+    fn events_of<S: PayloadSource<B>>(&mut self, now: Instant, k: usize, src: &mut S) {
+        while let Some(ev) = self.pipes[k].tcp().poll_event() {
             let (id, what) = match ev {
                 Event::Opened(id) => (id, 0),
                 Event::Writable(id) => (id, 1),
@@ -441,7 +517,7 @@ impl<B: PacketBuf> Gen<B> {
                 Event::Closed(id) => (id, 3),
                 Event::Reset(id) => (id, 4),
             };
-            let Some(&i) = self.by_slot.get(id.index() as usize) else {
+            let Some(&i) = self.by_slot.get(k * self.slots + id.index() as usize) else {
                 continue;
             };
             if i == u32::MAX || self.flows[i as usize].id != Some(id) {
@@ -461,8 +537,7 @@ impl<B: PacketBuf> Gen<B> {
                 2 => {
                     // The receiver sends no data; whatever it does is read and dropped,
                     // so its window never closes on it.
-                    let _ = self
-                        .pipe
+                    let _ = self.pipes[k]
                         .tcp()
                         .recv(id, |s| s.iter().map(|s| usize::from(s.len)).sum());
                 }
@@ -497,14 +572,18 @@ impl<B: PacketBuf> Gen<B> {
             opts.local_port = Some(port);
             opts.ack = AckPolicy::linux();
             let remote = SocketAddr::new(IpAddr::V4(self.cfg.dst_ip), self.cfg.dst_port);
-            match self.pipe.tcp().connect(now, IpAddr::V4(ip), remote, opts) {
+            let k = self.pipe_of(i);
+            match self.pipes[k]
+                .tcp()
+                .connect(now, IpAddr::V4(ip), remote, opts)
+            {
                 Ok(id) => {
                     // Nagle stays on (Linux's default): a write's short tail waits for
                     // the next write while data is in flight, so segments stay full.
                     let f = &mut self.flows[i as usize];
                     f.id = Some(id);
                     f.phase = Phase::Connecting;
-                    self.by_slot[id.index() as usize] = i;
+                    self.by_slot[k * self.slots + id.index() as usize] = i;
                     self.half_open += 1;
                 }
                 Err(e) => {
@@ -562,10 +641,9 @@ impl<B: PacketBuf> Gen<B> {
             // Linux's `tcp_push` at the end of a `sendmsg` that took everything: a call
             // the send buffer takes only in part carries none (the rest follows after
             // `Event::Writable`, and the call that ends the write pushes).
-            let tcp = self.pipe.tcp();
-            let ends_write = at == write_end
-                && self.cfg.psh == PshMode::EveryWrite
-                && tcp.writable_bytes(id) as u64 >= offered;
+            let push = self.cfg.psh == PshMode::EveryWrite;
+            let tcp = self.tcp_of(i);
+            let ends_write = at == write_end && push && tcp.writable_bytes(id) as u64 >= offered;
             let _ = tcp.set_push(id, ends_write);
             let taken = tcp.send_bufs(now, id, &mut chain).unwrap_or(0) as u64;
             written += taken;
@@ -594,7 +672,7 @@ impl<B: PacketBuf> Gen<B> {
         let f = &mut self.flows[i as usize];
         if let (Some(id), Phase::Open) = (f.id, f.phase) {
             f.phase = Phase::Closing;
-            let _ = self.pipe.tcp().shutdown(now, id);
+            let _ = self.tcp_of(i).shutdown(now, id);
             self.closing.push(i);
         }
     }
@@ -607,7 +685,7 @@ impl<B: PacketBuf> Gen<B> {
             let f = self.flows[i as usize];
             let acked = f.phase != Phase::Open
                 || f.id
-                    .and_then(|id| self.pipe.tcp().info(id))
+                    .and_then(|id| self.tcp_of(i).info(id))
                     .is_none_or(|c| c.snd_queued == 0);
             if acked {
                 self.acking.swap_remove(k);
@@ -624,9 +702,7 @@ impl<B: PacketBuf> Gen<B> {
         while k < self.closing.len() {
             let i = self.closing[k];
             let f = self.flows[i as usize];
-            let state =
-                f.id.and_then(|id| self.pipe.tcp().info(id))
-                    .map(|c| c.state);
+            let state = f.id.and_then(|id| self.tcp_of(i).info(id)).map(|c| c.state);
             let done = f.phase == Phase::Done;
             // TIME-WAIT: both FINs acknowledged; the stack keeps the 4-tuple for 2 MSL.
             if done || matches!(state, Some(State::TimeWait | State::Closed) | None) {
@@ -652,7 +728,7 @@ impl<B: PacketBuf> Gen<B> {
             }
             let i = self.ramping[self.ramp_next];
             let f = self.flows[i as usize];
-            let info = f.id.and_then(|id| self.pipe.tcp().info(id));
+            let info = f.id.and_then(|id| self.tcp_of(i).info(id));
             let done = match (&info, f.phase) {
                 (Some(c), Phase::Open) => {
                     let cwnd = u64::from(c.cwnd);
@@ -687,7 +763,7 @@ impl<B: PacketBuf> Gen<B> {
     /// Bytes of flow `i` the receiver acknowledged, while it is connected.
     pub fn acked_bytes(&mut self, i: u32) -> Option<u64> {
         let f = *self.flows.get(i as usize)?;
-        let info = self.pipe.tcp().info(f.id?)?;
+        let info = self.tcp_of(i).info(f.id?)?;
         Some(f.written - u64::from(info.snd_queued))
     }
 

@@ -1,21 +1,27 @@
-//! weir-gen: emulated TCP senders on a DPDK port.
+//! weir-gen: TCP senders on a DPDK port, on weir's own TCP stack.
 //!
 //! Read first: RFC 5681 (slow start, congestion avoidance, fast retransmit), RFC 3465
 //! (Appropriate Byte Counting), RFC 6298 (the retransmission timer), RFC 7323
 //! (timestamps, window scale), RFC 2018 (SACK-permitted).
 //!
-//! - [`sender::Sender`]: the sans-IO engine. N flows, each doing the handshake and then
-//!   sending MSS-sized segments under a congestion window that reacts to the receiver's
-//!   ACKs. Inputs are `handle_rx(now, frame, checksum verdicts)` and `handle_timeout(now)`, the output is
-//!   `poll_tx(now, pool, out)`; it is generic over the buffer type, so it runs against
-//!   weir's pipeline in memory as well as on a DPDK port.
-//! - [`driver`]: the loop that runs a `Sender` on a DPDK port's queues.
+//! - [`engine::Gen`]: the engine. N flows, each an active open of weir's TCP
+//!   (`stack::tcp`) from its own 4-tuple, writing the payload pattern without a copy
+//!   (`send_bufs` of read-only windows onto one shared copy of it) and closing with a FIN
+//!   after its bytes; the stack does segmentation, congestion control (the chosen ACK
+//!   counting), loss recovery and the RTO. Sans-IO and generic over the buffer type, so it
+//!   runs against weir's pipeline in memory (the tests, the lab) as on a DPDK port.
+//! - [`sender::Sender`]: the frame generator: open loop (`--blast`: the same segments,
+//!   no handshake, no ACKs), and the hand-rolled closed-loop sender weir-gen had before
+//!   it ran on the stack, kept as the anchor `weir-bench e2e` measures the stack's sender
+//!   beside.
+//! - [`driver`]: the loops that run either on a DPDK port's queues.
 //! - [`cli`]: the `weir-gen` program's options and entry point.
 //! - [`payload`]: the bytes every flow sends and their checksums.
-//! - [`pool`]: where frames are built; on DPDK optionally in a stamped pool, so that a
-//!   data segment costs its headers only.
+//! - [`pool`]: where frames are built; on DPDK a segment's payload is put in place (a
+//!   stamped buffer, or chained by reference), so a data segment costs its headers only.
 //!
-//! Every flow is IPv4; source addresses and ports vary per flow ([`GenConfig::flow_addr`]).
+//! Source addresses and ports vary per flow ([`GenConfig::flow_addr`]); each source
+//! address has a pipeline of its own in the engine.
 
 pub mod cli;
 pub mod driver;

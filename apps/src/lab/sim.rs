@@ -242,7 +242,7 @@ pub fn run(cfg: &SimConfig, mut tick: impl FnMut(f64)) -> Result<SimResult> {
             fwd.next_event(),
             rev.next_event(),
             p.poll_timeout(),
-            sender.pipeline().poll_timeout(),
+            sender.poll_timeout(),
         ]
         .into_iter()
         .flatten()
