@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # weir-gen as the sender, the Linux kernel's TCP as the receiver: the weir-gen
 # binary on DPDK's net_tap in a fresh network namespace, socat listening in the kernel,
-# once with the payload shared by reference (the default) and once copied. Every flow's
+# once with the payload shared by reference (the default), once copied and once over
+# IPv6. Every flow's
 # bytes must reach the kernel intact (socat's SHA-256 of each connection equals the stream
 # digest weir-gen prints), every flow must close cleanly, and weir-gen must answer the
 # kernel's ARP requests for its address: the kernel forgets the address once the first
@@ -38,6 +39,14 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 [ -n "$(tapns_exec ss -Hltn '( sport = :5001 )')" ] || die "socat is not listening on port 5001 (see $work/socat.log)"
+# The same over IPv6, on port 5002.
+tapns_spawn "$work/socat6.log" socat -u TCP6-LISTEN:5002,reuseaddr,fork \
+  SYSTEM:"sha256sum >>$work/digests"
+for _ in $(seq 100); do
+  [ -n "$(tapns_exec ss -Hltn '( sport = :5002 )')" ] && break
+  sleep 0.05
+done
+[ -n "$(tapns_exec ss -Hltn '( sport = :5002 )')" ] || die "socat is not listening on port 5002 (see $work/socat6.log)"
 
 # wait_gen PID SECONDS: waits for weir-gen to end; after SECONDS it is stopped (SIGINT)
 # and GEN_ENDED is "no". Its exit status is then in GEN_RC.
@@ -56,16 +65,18 @@ wait_gen() {
   wait "$1" || GEN_RC=$?
 }
 
-# run_case NAME [weir-gen options...]: one weir-gen run to the kernel and its checks.
+# run_case NAME [weir-gen options...]: one weir-gen run to the kernel and its checks
+# (over IPv6 when FAMILY=6).
 run_case() {
-  local name=$1 gen_pid
+  local name=$1 gen_pid src=$WEIR_IP4 dst=$PEER_IP4 port=5001 neigh=ipv4
   shift
+  if [ "${FAMILY:-4}" = 6 ]; then src=$WEIR_IP6 dst=$PEER_IP6 port=5002 neigh=ipv6; fi
   : >"$work/digests"
   echo "== case $name: weir-gen${*:+ $*}, $FLOWS flows x $BYTES bytes -> the kernel's TCP (socat)"
   # weir-gen is the DPDK side (198.18.0.1, as weir-sink is in tap.sh); the kernel has
   # 198.18.0.2 on the tap, which weir-gen's DPDK creates anew each run.
-  tapns_spawn "$work/$name.log" "$GEN" --tap-iface "$WEIR_TAP" --src-ip "$WEIR_IP4" \
-    --dst-ip "$PEER_IP4" --dst-port 5001 --flows "$FLOWS" --bytes-per-flow "$BYTES" \
+  tapns_spawn "$work/$name.log" "$GEN" --tap-iface "$WEIR_TAP" --src-ip "$src" \
+    --dst-ip "$dst" --dst-port "$port" --flows "$FLOWS" --bytes-per-flow "$BYTES" \
     --json "$work/$name.json" --quiet "$@"
   gen_pid=$TAPNS_LAST_PID
   tapns_wait_tap
@@ -74,12 +85,12 @@ run_case() {
   # nothing else confirms it), and the kernel's ACKs stop.
   for k in base_reachable_time_ms=1000 delay_first_probe_time=1 retrans_time_ms=250 \
     ucast_solicit=1; do
-    tapns_exec sysctl -qw "net.ipv4.neigh.$WEIR_TAP.$k"
+    tapns_exec sysctl -qw "net.$neigh.neigh.$WEIR_TAP.$k"
   done
   # And once the first connection is up, the kernel forgets weir-gen's address outright:
   # its next ACK needs an ARP reply, however fast the transfer runs.
   for _ in $(seq 200); do
-    [ -n "$(tapns_exec ss -Htn state established '( sport = :5001 )')" ] && break
+    [ -n "$(tapns_exec ss -Htn state established "( sport = :$port )")" ] && break
     sleep 0.05
   done
   tapns_exec ip neigh flush dev "$WEIR_TAP"
@@ -93,8 +104,9 @@ run_case() {
   # weir-gen checks every frame's checksums (the port's verdicts, or in software).
   check "$name: no frame from the kernel failed its checksum, no RST ignored" \
     eq "$(g '(.rx_bad_checksum // -1) + (.resets_ignored // -1)')" 0
-  check "$name: weir-gen answered the kernel's ARP requests" gt "$(g '.arp_replies // -1')" 0
-  check "$name: no ARP request left unanswered" eq "$(g '.arp_replies_dropped // -1')" 0
+  check "$name: weir-gen answered the kernel's ARP requests (neighbour solicitations)" \
+    gt "$(g '.arp_replies // -1')" 0
+  check "$name: no request left unanswered" eq "$(g '.arp_replies_dropped // -1')" 0
   # socat writes a digest when its sha256sum ends, just after the connection closes.
   for _ in $(seq 50); do
     [ "$(wc -l <"$work/digests")" -ge "$FLOWS" ] && break
@@ -120,6 +132,9 @@ check "shared: weir-gen says so" grep -q "payload shared by reference" "$work/sh
 run_case copied --copy-payload
 check "copied: no segment carried its payload by reference" \
   eq "$(jq -r .shared_payload_segments "$work/copied.json")" 0
+FAMILY=6 run_case ipv6
+check "ipv6: data segments carried their payload by reference" \
+  gt "$(jq -r .shared_payload_segments "$work/ipv6.json")" 0
 
 # An address nothing in the namespace has: weir-gen must stop when its duration ends and
 # fail, naming the cause, rather than report a clean run of flows that "never started".

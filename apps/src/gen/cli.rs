@@ -1,6 +1,6 @@
 //! `weir-gen`: the program. `weir-gen [EAL options] -- [options]`.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,12 +30,16 @@ pub struct GenArgs {
     /// Number of flows (1..=65536).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub flows: u32,
-    /// The receiver's address.
+    /// The receiver's address, IPv4 or IPv6 (the flows' family).
     #[arg(long, value_name = "ADDR", default_value = "198.18.0.1")]
-    pub dst_ip: Ipv4Addr,
+    pub dst_ip: IpAddr,
     /// The first source address (flows beyond --ports-per-ip use the next ones).
-    #[arg(long, value_name = "ADDR", default_value = "198.18.0.2")]
-    pub src_ip: Ipv4Addr,
+    #[arg(
+        long,
+        value_name = "ADDR",
+        help = "The first source address (flows beyond --ports-per-ip use the next ones) [default: 198.18.0.2, or 2001:2::2 for an IPv6 --dst-ip]"
+    )]
+    pub src_ip: Option<IpAddr>,
     /// The first source port.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub src_port: u16,
@@ -148,11 +152,33 @@ impl GenArgs {
             (None, Some(_)) => None,
             (None, None) => Some(Duration::from_secs(10)),
         };
+        let (src_ip, dst_ip, v6) = match (self.dst_ip, self.src_ip) {
+            (IpAddr::V4(d), None) => (GenConfig::default().src_ip, d, None),
+            (IpAddr::V4(d), Some(IpAddr::V4(s))) => (s, d, None),
+            (IpAddr::V6(d), None) => {
+                let def = GenConfig::default();
+                (
+                    def.src_ip,
+                    def.dst_ip,
+                    Some((Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2), d)),
+                )
+            }
+            (IpAddr::V6(d), Some(IpAddr::V6(s))) => {
+                let def = GenConfig::default();
+                (def.src_ip, def.dst_ip, Some((s, d)))
+            }
+            (d, Some(s)) => {
+                return Err(anyhow!(
+                    "--src-ip {s} and --dst-ip {d} are of different families"
+                ))
+            }
+        };
         let cfg = GenConfig {
             flows: self.flows,
             dst_mac: self.dst_mac,
-            src_ip: self.src_ip,
-            dst_ip: self.dst_ip,
+            src_ip,
+            dst_ip,
+            v6,
             src_port: self.src_port,
             ports_per_ip: self.ports_per_ip,
             dst_port: self.dst_port,
@@ -421,7 +447,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         env!("CARGO_PKG_VERSION"),
         Eal::version(),
         cfg.flows,
-        cfg.dst_ip,
+        cfg.dst(),
         cfg.dst_port,
         cfg.mss,
         if cfg.blast { "open loop (no TCP)".to_string() } else { format!("weir TCP, {}", cc_name(cfg.cc)) },
@@ -458,7 +484,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
             cfg.bytes_per_flow.unwrap_or(0)
         );
     }
-    let dst_ip = cfg.dst_ip;
+    let dst_ip = cfg.dst();
     let quiet = args.quiet;
     // A bar over the sending time when it is known (hidden when stderr is not a
     // terminal; the per-second lines then go to stdout as before).
@@ -531,9 +557,14 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
     println!("{}", summary(&report));
     if report.stats.unresolved > 0 {
         eprintln!(
-            "weir-gen: error: nothing answered ARP for {dst_ip} on port {port_id} ({:.1} s of \
+            "weir-gen: error: nothing answered {} for {dst_ip} on port {port_id} ({:.1} s of \
              requests, one every {} ms): is the receiver running there, and is --dst-ip its \
              address?",
+            if dst_ip.is_ipv4() {
+                "ARP"
+            } else {
+                "neighbour discovery"
+            },
             report.elapsed_ns as f64 / 1e9,
             super::ARP_EVERY.as_nanos() / 1_000_000
         );

@@ -179,7 +179,8 @@ impl<B: PacketBuf> Gen<B> {
             ooo_conn_bytes: 16 << 10,
             // Our MSS option: the payload per segment plus the timestamps option, so the
             // peer's MSS (1460 on Ethernet) leaves `cfg.mss` for data.
-            mtu: (mss + 12 + 40).min(u32::from(u16::MAX)) as u16,
+            mtu: (mss + 12 + if cfg.v6.is_some() { 60 } else { 40 }).min(u32::from(u16::MAX))
+                as u16,
             seed: cfg.seed,
             snd_buf,
             // The retransmission queue holds one entry per segment in flight.
@@ -198,9 +199,12 @@ impl<B: PacketBuf> Gen<B> {
         };
         let mut pipes = Vec::with_capacity(addrs);
         for k in 0..addrs {
-            let (ip, _) = cfg.flow_addr(k as u32 * per);
+            let local = match cfg.flow_ip(k as u32 * per).0 {
+                IpAddr::V4(a) => LocalAddrs::new(cfg.src_mac, Some(a), None),
+                IpAddr::V6(a) => LocalAddrs::new(cfg.src_mac, None, Some(a)),
+            };
             let pcfg = PipelineConfig {
-                local: LocalAddrs::new(cfg.src_mac, Some(ip), None),
+                local,
                 gro: None,
                 tcp: tcp.clone(),
                 listen: Vec::new(),
@@ -211,14 +215,10 @@ impl<B: PacketBuf> Gen<B> {
         let n = cfg.flows as usize;
         let end = cfg.burst_bytes.or(cfg.bytes_per_flow).unwrap_or(u64::MAX);
         let end = end.min(cfg.bytes_per_flow.unwrap_or(u64::MAX));
-        let resolver = cfg.dst_mac.is_none().then(|| {
-            Resolver::new(
-                cfg.src_mac,
-                IpAddr::V4(cfg.src_ip),
-                IpAddr::V4(cfg.dst_ip),
-                ARP_GIVE_UP,
-            )
-        });
+        let resolver = cfg
+            .dst_mac
+            .is_none()
+            .then(|| Resolver::new(cfg.src_mac, cfg.flow_ip(0).0, cfg.dst(), ARP_GIVE_UP));
         Ok(Gen {
             dst_mac: cfg.dst_mac,
             span: slice_span(cfg.mss),
@@ -336,6 +336,7 @@ impl<B: PacketBuf> Gen<B> {
                 *a += *b;
             }
             s.pipeline.arp_replies += o.pipeline.arp_replies;
+            s.pipeline.nd_adverts += o.pipeline.nd_adverts;
             s.pipeline.ctl_queue_full += o.pipeline.ctl_queue_full;
         }
         let t = &s.tcp;
@@ -360,7 +361,8 @@ impl<B: PacketBuf> Gen<B> {
         .iter()
         .map(|&r| s.parse.dropped(r))
         .sum();
-        g.arp_replies = s.pipeline.arp_replies;
+        // ARP replies, or neighbour advertisements for IPv6.
+        g.arp_replies = s.pipeline.arp_replies + s.pipeline.nd_adverts;
         g.arp_replies_dropped = s.pipeline.ctl_queue_full;
         g.alloc_failures = s.ack.alloc_failures + t.send_alloc_failures;
         g
@@ -395,14 +397,21 @@ impl<B: PacketBuf> Gen<B> {
             self.pipes[0].handle_rx_burst(now, rx);
             return;
         }
-        // Sorted by destination address: IPv4's, or an ARP request's target (anything
-        // else goes to the first pipeline, which counts it).
-        let base = u32::from(self.cfg.src_ip);
+        // Sorted by destination address: IPv4's or an ARP request's target; IPv6's or a
+        // neighbour solicitation's target, by its last 32 bits (anything else goes to
+        // the first pipeline, which counts it).
+        let base = match self.cfg.v6 {
+            None => u32::from(self.cfg.src_ip),
+            Some((src, _)) => u128::from(src) as u32,
+        };
         for b in rx.drain(..) {
             let d = b.data();
             let at = match d.get(12..14) {
                 Some([0x08, 0x00]) => 30,
                 Some([0x08, 0x06]) => 38,
+                // ICMPv6 (58) neighbour solicitation (135): the target's last word.
+                Some([0x86, 0xdd]) if d.get(20) == Some(&58) && d.get(54) == Some(&135) => 74,
+                Some([0x86, 0xdd]) => 50,
                 _ => usize::MAX,
             };
             let k = d
@@ -567,16 +576,13 @@ impl<B: PacketBuf> Gen<B> {
             let Some(i) = self.waiting.pop_front() else {
                 break;
             };
-            let (ip, port) = self.cfg.flow_addr(i);
+            let (ip, port) = self.cfg.flow_ip(i);
             let mut opts = ConnectOpts::new(self.cfg.src_mac, mac);
             opts.local_port = Some(port);
             opts.ack = AckPolicy::linux();
-            let remote = SocketAddr::new(IpAddr::V4(self.cfg.dst_ip), self.cfg.dst_port);
+            let remote = SocketAddr::new(self.cfg.dst(), self.cfg.dst_port);
             let k = self.pipe_of(i);
-            match self.pipes[k]
-                .tcp()
-                .connect(now, IpAddr::V4(ip), remote, opts)
-            {
+            match self.pipes[k].tcp().connect(now, ip, remote, opts) {
                 Ok(id) => {
                     // Nagle stays on (Linux's default): a write's short tail waits for
                     // the next write while data is in flight, so segments stay full.

@@ -24,6 +24,7 @@ use super::pool::VecSource;
 use super::*;
 
 const RX_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
+const RX_IP6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1);
 
 struct Outcome {
     gen: Gen<VecBuf>,
@@ -43,7 +44,7 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
     let mut gen_pool = VecPool::new(100_000, 2048);
     let mut rx_pool = VecPool::new(100_000, 2048);
     let mut p: Pipeline<VecBuf> = Pipeline::new(PipelineConfig {
-        local: LocalAddrs::new(RX_MAC, Some(Ipv4Addr::new(198, 18, 0, 1)), None),
+        local: LocalAddrs::new(RX_MAC, Some(Ipv4Addr::new(198, 18, 0, 1)), Some(RX_IP6)),
         gro: gro.then(GroConfig::default),
         tcp: TcpConfig {
             max_conns: 256,
@@ -280,5 +281,26 @@ fn stack_psh_marks_each_write_end_and_nothing_else() {
         assert!(o.gen.is_done());
         assert_eq!(o.data_frames, 40 * 45, "full segments only");
         assert_eq!(o.psh_frames, writes, "{psh:?}");
+    }
+}
+
+/// IPv6: the receiver found by neighbour discovery, flows from two source addresses,
+/// every byte in order.
+#[test]
+fn stack_flows_over_ipv6() {
+    let c = GenConfig {
+        dst_mac: None,
+        ports_per_ip: 2,
+        v6: Some((std::net::Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2), RX_IP6)),
+        ..cfg(3, 100_000)
+    };
+    let o = run(c, true, 200_000);
+    assert!(o.gen.is_done());
+    assert_eq!(o.gen.dst_mac(), Some(RX_MAC));
+    let s = o.gen.stats();
+    assert_eq!((s.established, s.closed), (3, 3), "{s:?}");
+    assert_eq!(o.closed, 3);
+    for (n, d) in o.digests.values() {
+        assert_eq!((*n, *d), (100_000, stream_digest(100_000)));
     }
 }

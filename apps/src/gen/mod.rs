@@ -179,6 +179,11 @@ pub struct GenConfig {
     pub max_half_open: u32,
     /// Seed for initial sequence numbers.
     pub seed: u64,
+    /// IPv6 instead: the first source address and the receiver's (flows beyond the
+    /// port range use the next source addresses, as for IPv4). `None`: IPv4, from
+    /// [`GenConfig::src_ip`] to [`GenConfig::dst_ip`]. The frame generator (`--blast`)
+    /// is IPv4 only.
+    pub v6: Option<(std::net::Ipv6Addr, std::net::Ipv6Addr)>,
     /// The congestion control of the stack's connections (Reno by default: the ACK
     /// counting rules act on its slow start and congestion avoidance as RFC 5681 and
     /// RFC 3465 state them; CUBIC is Linux's default).
@@ -216,6 +221,7 @@ impl Default for GenConfig {
             max_half_open: 1024,
             seed: 0x5eed,
             cc: stack::tcp::cc::CcAlgorithm::Reno,
+            v6: None,
             pattern_period: payload::PERIOD as u32,
         }
     }
@@ -230,6 +236,26 @@ impl GenConfig {
             Ipv4Addr::from(ip),
             self.src_port.wrapping_add((i % per) as u16),
         )
+    }
+
+    /// Source address (of the flows' family) and port of flow `i`.
+    pub fn flow_ip(&self, i: u32) -> (std::net::IpAddr, u16) {
+        let (v4, port) = self.flow_addr(i);
+        match self.v6 {
+            None => (v4.into(), port),
+            Some((src, _)) => {
+                let k = i / u32::from(self.ports_per_ip.max(1));
+                (
+                    std::net::Ipv6Addr::from(u128::from(src).wrapping_add(u128::from(k))).into(),
+                    port,
+                )
+            }
+        }
+    }
+
+    /// The receiver's address, of the flows' family.
+    pub fn dst(&self) -> std::net::IpAddr {
+        self.v6.map_or(self.dst_ip.into(), |(_, d)| d.into())
     }
 
     /// `true` when `ip` is one of the flows' source addresses.
@@ -281,6 +307,9 @@ impl GenConfig {
                 self.pattern_period,
                 payload::MAX_PERIOD
             ));
+        }
+        if self.blast && self.v6.is_some() {
+            return Err("--blast sends IPv4 only".into());
         }
         if self.init_cwnd == 0 || self.max_cwnd < self.init_cwnd {
             return Err("need 1 <= --init-cwnd <= --max-cwnd".into());
