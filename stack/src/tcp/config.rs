@@ -2,6 +2,7 @@
 
 use core::ops::RangeInclusive;
 
+use crate::rss::Rss;
 use crate::tcp::cc::CcConfig;
 use crate::tcp::recovery::LossDetection;
 use crate::tcp::rtt::ValidRtoConfig;
@@ -112,6 +113,11 @@ pub struct TcpConfig {
     /// Loss detection for peers that permitted SACK: RACK-TLP (the default, as Linux) or
     /// RFC 6675's DupThresh alone. Peers without SACK get NewReno either way.
     pub loss_detection: SackLossDetection,
+    /// The port's receive-side scaling (its Toeplitz key and redirection table), for an
+    /// active open that asks for the queue its answers arrive on
+    /// ([`ConnectOpts::rx_queue`](super::ConnectOpts::rx_queue)). `None` (the default):
+    /// no such request can be met.
+    pub rss: Option<Rss>,
 }
 
 impl Default for TcpConfig {
@@ -141,6 +147,7 @@ impl Default for TcpConfig {
             max_retries: 15,
             cc: CcConfig::default(),
             loss_detection: SackLossDetection::Rack,
+            rss: None,
         }
     }
 }
