@@ -52,9 +52,9 @@
 //!    `handle_rx_burst`);
 //! 2. the events: [`Tcp::poll_event`] / [`Tcp::events`];
 //! 3. the application's calls: [`Tcp::recv`] (zero-copy payload, reports how much it
-//!    consumed), [`Tcp::send`] (copied into pool buffers) or [`Tcp::send_bufs`]
-//!    (zero-copy), [`Tcp::connect`], [`Tcp::shutdown`], [`Tcp::close`],
-//!    [`Tcp::set_nodelay`], [`Tcp::set_cork`];
+//!    consumed) or [`Tcp::recv_bufs`] (takes the received buffers), [`Tcp::send`]
+//!    (copied into pool buffers) or [`Tcp::send_bufs`] (zero-copy), [`Tcp::connect`],
+//!    [`Tcp::shutdown`], [`Tcp::close`], [`Tcp::set_nodelay`], [`Tcp::set_cork`];
 //! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, the
 //!    retransmission timer, RACK's reordering timer and the tail loss probe, the persist
 //!    timer, SYN, SYN-ACK and FIN retransmission, TIME-WAIT);
@@ -232,6 +232,33 @@ impl<B: PacketBuf> Tcp<B> {
         Ok(c.consume(n, &mut self.ctx) as usize)
     }
 
+    /// Gives the connection's in-order payload away: moves whole received slices from the
+    /// front of the receive queue into `out` (the buffers themselves, no copy) while they
+    /// fit in `max_bytes` and in `out`'s free slots ([`MAX_CHAIN`](crate::buf::MAX_CHAIN)
+    /// per chain). The bytes count as consumed, as with [`Tcp::recv`]: the window opens
+    /// and a window-update ACK may be scheduled (`tcp_cleanup_rbuf`). A front slice
+    /// longer than `max_bytes` stays queued (0 is returned; [`Tcp::recv`] can consume a
+    /// part of it). Returns the bytes moved.
+    ///
+    /// The buffers are then the caller's: hand them to [`Tcp::send_bufs`] (an echo
+    /// without a copy; pass [`Tcp::writable_bytes`] as `max_bytes` so the send queue can
+    /// take all of them) or drop them, which frees them. They come from the receive pool
+    /// and stay out of it until the peer acknowledges them, so a receive pool sized for
+    /// the receive queues alone must also hold the send queues that keep its buffers.
+    pub fn recv_bufs(
+        &mut self,
+        id: ConnId,
+        max_bytes: usize,
+        out: &mut PayloadChain<B>,
+    ) -> Result<usize, TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        let max = u32::try_from(max_bytes).unwrap_or(u32::MAX);
+        Ok(c.take_bufs(max, out, &mut self.ctx) as usize)
+    }
+
     /// Bytes ready to read on the connection.
     pub fn readable_bytes(&self, id: ConnId) -> usize {
         self.conn(id).map_or(0, |c| c.rcv.rxq_bytes as usize)
@@ -310,9 +337,8 @@ impl<B: PacketBuf> Tcp<B> {
     /// stays in `slices`, in order, for a later call (after [`Event::Writable`]). Returns
     /// the bytes taken. The buffers are freed once the peer has acknowledged their last
     /// byte. Segmentation as for [`Tcp::send`]; a buffer may be any frame-sized
-    /// [`PacketBuf`] the application owns. (Received slices are only lent by
-    /// [`Tcp::recv`], so an echo server cannot hand them back yet: a `recv` that gives
-    /// the consumed buffers away is the missing piece.)
+    /// [`PacketBuf`] the application owns, received slices included: [`Tcp::recv_bufs`]
+    /// gives them away, so an echo server hands what it received straight back.
     pub fn send_bufs(
         &mut self,
         now: Instant,
