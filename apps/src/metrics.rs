@@ -286,6 +286,11 @@ pub const METRICS: &[MetricDef] = &[
         "Writes the buffer pool cut short.",
     ),
     c(
+        "tcp_send_budget_limited",
+        "weir_tcp_send_budget_limited_total",
+        "Writes the core's send budget (snd_core_slices) cut short.",
+    ),
+    c(
         "tcp_active_opens",
         "weir_tcp_active_opens_total",
         "Active opens started (connect).",

@@ -96,6 +96,7 @@ pub fn stats_json(s: &Stats) -> Value {
         "tcp_sack_blocks_refused": t.sack_blocks_refused,
         "tcp_reneging": t.reneging,
         "tcp_send_alloc_failures": t.send_alloc_failures,
+        "tcp_send_budget_limited": t.send_budget_limited,
         "tcp_active_opens": t.active_opens,
         "tcp_active_open_failures": t.active_open_failures,
         "acks_piggybacked": s.ack.piggybacked,
@@ -252,6 +253,7 @@ mod tests {
         t.send_alloc_failures = 15;
         t.active_opens = 16;
         t.active_open_failures = 17;
+        t.send_budget_limited = 19;
         t.bytes_in_order = 99;
         s.ack.piggybacked = 18;
         let v = stats_json(&s);
@@ -274,6 +276,7 @@ mod tests {
             "tcp_active_opens",
             "tcp_active_open_failures",
             "acks_piggybacked",
+            "tcp_send_budget_limited",
         ];
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(v[k], json!(i + 1), "{k}");
