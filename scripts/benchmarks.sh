@@ -218,13 +218,26 @@ render_tcp() {
   echo "In-order receive with its ACK decision, per wire segment (runs of 45 and of 1), and ACK building, on in-memory buffers. Runs: ${#files[@]}."
   echo
   jq -nr "$JQ_LIB"'
-    [inputs] as $all
+    [inputs | select(.side != "send")] as $all
     | "| bench | ns/segment | ns/ACK | segments/ACK |", "|---|---:|---:|---:|",
       ($all | map(.bench) | uniq_ordered[] as $b
        | ($all | map(select(.bench == $b))) as $g
        | "| \($b) | \($g | map(.ns_per_segment) | median | fmt(1)) | \($g | map(.ns_per_ack) | median | fmt(1)) | \($g | map(.segments_per_ack) | median | fmt(2)) |")
   ' "${files[@]}"
   echo
+  # The send side (rows with "side": "send"; runs from before it was measured have none).
+  if jq -e 'select(.side == "send")' "${files[@]}" >/dev/null 2>&1; then
+    echo "The send side on a connection the peer's window and cwnd never limit: ns per data segment in \`poll_tx\` (\`tcp_send_segment\`), and ns per ACK the sender processes, acknowledging two segments each (\`tcp_ack_rx_cumulative\`) or carrying 1-3 SACK blocks of open holes (\`tcp_ack_rx_sack1\`-\`3\`); what each row times: \`apps/src/bench/tcp.rs\`. Each is also given over the receive side's ns per wire segment of the same run (runs of 45, runs of 1): the median of the runs' ratios."
+    echo
+    jq -nr "$JQ_LIB"'
+      [inputs | select(.side == "send")] as $all
+      | "| bench | ns/segment | ns/ACK | over receive run45 (range) | over receive run1 (range) |", "|---|---:|---:|---|---|",
+        ($all | map(.bench) | uniq_ordered[] as $b
+         | ($all | map(select(.bench == $b))) as $g
+         | "| \($b) | \($g | map(.ns_per_segment) | median | fmt(1)) | \($g | map(.ns_per_ack) | median | fmt(1)) | \($g | map(.vs_receive_run45) | median | fmt(2))x (\($g | map(.vs_receive_run45) | range_of(2))) | \($g | map(.vs_receive_run1) | median | fmt(2))x (\($g | map(.vs_receive_run1) | range_of(2))) |")
+    ' "${files[@]}"
+    echo
+  fi
 }
 
 render_stages() {
@@ -289,7 +302,7 @@ render() {
     echo '## End to end: weir-gen to the receiver (`weir-bench e2e`)'
     echo
     render_e2e "$dir"
-    echo '## TCP receive (`weir-bench tcp`)'
+    echo '## TCP receive and send (`weir-bench tcp`)'
     echo
     render_tcp "$dir"
     echo '## Per-stage cost (`weir-bench stages`)'

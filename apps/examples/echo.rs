@@ -3,14 +3,22 @@
 //! last echoed byte). A DPDK port (by default a net_tap vdev, `--no-pci`, as weir-sink's
 //! embedded default), one core, the stack's call order written out in `run`.
 //!
-//! Backpressure, never a dropped byte: the bytes are first copied out of the receive
-//! queue without consuming them, then written with `Tcp::send`, then as many as it took
-//! are consumed. When the send buffer is full the rest stays in the receive queue (whose
-//! window then closes on the peer) until `Event::Writable`.
+//! No copy by default: `Tcp::recv_bufs` takes the received buffers out of the receive
+//! queue, as many as the send buffer has room for (`Tcp::writable_bytes`), and
+//! `Tcp::send_bufs` queues those same buffers to be sent back. Backpressure, never a
+//! dropped byte: what the send queue did not take (its slice bound can stop it before
+//! its byte room) waits in the connection's `pending` chain (at most one chain, 64
+//! buffers) for `Event::Writable`, and the rest stays in the receive queue, whose window
+//! then closes on the peer. When the send buffer is full, one buffer is still taken and
+//! offered, so that the short write arms `Event::Writable`.
+//!
+//! With `--copy`, the copying path instead: the bytes are copied out of the receive
+//! queue without consuming them, written with `Tcp::send` (into buffers from the pool),
+//! and as many as it took are consumed.
 //!
 //! ```text
 //! cargo build --release -p apps --example echo
-//! target/release/examples/echo --port 7007 [--impair loss=1%,reorder=2%,dup=1%] [--stats-json FILE]
+//! target/release/examples/echo --port 7007 [--copy] [--impair loss=1%,reorder=2%,dup=1%] [--stats-json FILE]
 //! ```
 //!
 //! scripts/e2e/send.sh runs it against the Linux kernel in a network namespace (the
@@ -24,6 +32,7 @@ use apps::net::{self, Net, NetArgs};
 use clap::Parser;
 use dpdk::{Mbuf, StashPool};
 use serde_json::json;
+use stack::buf::PayloadChain;
 use stack::driver::Burst;
 use stack::pipeline::Pipeline;
 use stack::tcp::{ConnId, Event, TcpConfig};
@@ -56,6 +65,10 @@ struct Args {
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Copy the bytes out of the receive queue and write them with `Tcp::send`, instead
+    /// of handing the received buffers back with `Tcp::recv_bufs` and `Tcp::send_bufs`.
+    #[arg(long)]
+    copy: bool,
 }
 
 /// The most copied out of a receive queue per write.
@@ -69,12 +82,18 @@ struct Conn {
     /// `close` was called.
     closing: bool,
     bytes: u64,
+    /// Received buffers taken by `recv_bufs` that `send_bufs` did not take yet (the
+    /// zero-copy path); dropping them frees them.
+    pending: PayloadChain<Mbuf>,
 }
 
-/// The application: per-connection state by table slot, one staging buffer.
+/// The application: per-connection state by table slot, one staging buffer (for
+/// `--copy`).
 struct Echo {
     conns: Vec<Option<Conn>>,
     stage: Vec<u8>,
+    /// `--copy`: echo through a copy, not by handing the received buffers back.
+    copy: bool,
     opened: u64,
     closed: u64,
     reset: u64,
@@ -114,6 +133,7 @@ impl Echo {
                         peer_closed: false,
                         closing: false,
                         bytes: 0,
+                        pending: PayloadChain::new(),
                     });
                     self.opened += 1;
                 }
@@ -141,8 +161,73 @@ impl Echo {
     /// Echoes what `id` has received, as far as its send buffer takes it; closes after
     /// the peer's FIN once nothing is left to echo.
     fn pump(&mut self, p: &mut Pipeline<Mbuf>, pool: &mut StashPool, now: Instant, id: ConnId) {
+        let (moved, blocked) = if self.copy {
+            self.pump_copy(p, pool, now, id)
+        } else {
+            self.pump_bufs(p, now, id)
+        };
+        self.echoed += moved;
+        self.blocked += u64::from(blocked);
+        let drained = p.tcp().readable_bytes(id) == 0;
+        let Some(c) = self.get(id) else { return };
+        c.bytes += moved;
+        if c.peer_closed && drained && c.pending.is_empty() && !c.closing {
+            c.closing = true;
+            // FIN after the echoed bytes (CLOSE-WAIT -> LAST-ACK).
+            let _ = p.tcp().close(now, id);
+        }
+    }
+
+    /// The zero-copy echo: the received buffers themselves go back out. Returns the bytes
+    /// queued for sending and whether a write fell short (then `Event::Writable` follows).
+    fn pump_bufs(&mut self, p: &mut Pipeline<Mbuf>, now: Instant, id: ConnId) -> (u64, bool) {
+        let tcp = p.tcp();
+        let Some(c) = self.get(id) else {
+            return (0, false);
+        };
+        let mut moved = 0u64;
+        loop {
+            if !c.pending.is_empty() {
+                match tcp.send_bufs(now, id, &mut c.pending) {
+                    Ok(n) => moved += n as u64,
+                    // Reset or closed under us: its events follow.
+                    Err(_) => break,
+                }
+                if !c.pending.is_empty() {
+                    return (moved, true);
+                }
+            }
+            if tcp.readable_bytes(id) == 0 {
+                break;
+            }
+            // As much as the send buffer has room for, and at least the first buffer:
+            // with the send buffer full, offering it arms `Event::Writable`.
+            let mut first = 0;
+            let _ = tcp.recv(id, |slices| {
+                first = slices.first().map_or(0, |s| usize::from(s.len));
+                0
+            });
+            let max = tcp.writable_bytes(id).max(first);
+            match tcp.recv_bufs(id, max, &mut c.pending) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+        (moved, false)
+    }
+
+    /// The copying echo (`--copy`): copy out without consuming, `send`, consume what it
+    /// took. Returns the bytes written and whether a write fell short.
+    fn pump_copy(
+        &mut self,
+        p: &mut Pipeline<Mbuf>,
+        pool: &mut StashPool,
+        now: Instant,
+        id: ConnId,
+    ) -> (u64, bool) {
         let tcp = p.tcp();
         let mut moved = 0u64;
+        let mut blocked = false;
         loop {
             let readable = tcp.readable_bytes(id);
             if readable == 0 {
@@ -176,19 +261,11 @@ impl Echo {
             }
             moved += taken as u64;
             if taken < copied {
-                self.blocked += 1;
+                blocked = true;
                 break;
             }
         }
-        self.echoed += moved;
-        let drained = tcp.readable_bytes(id) == 0;
-        let Some(c) = self.get(id) else { return };
-        c.bytes += moved;
-        if c.peer_closed && drained && !c.closing {
-            c.closing = true;
-            // FIN after the echoed bytes (CLOSE-WAIT -> LAST-ACK).
-            let _ = p.tcp().close(now, id);
-        }
+        (moved, blocked)
     }
 }
 
@@ -225,7 +302,8 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
         .map_err(|e| anyhow!("cannot listen on port {}: {e}", args.port))?;
     let mut app = Echo {
         conns: Vec::new(),
-        stage: vec![0; STAGE],
+        stage: vec![0; if args.copy { STAGE } else { 0 }],
+        copy: args.copy,
         opened: 0,
         closed: 0,
         reset: 0,
@@ -234,8 +312,16 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
     };
     let mac = net.mac.map(|b| format!("{b:02x}")).join(":");
     println!(
-        "echo: listening on {}:{} and [{}]:{} (mac {mac}), {max_conns} connections at most ({fit} fit the pool at full queues)",
-        net.ip, args.port, net.ip6, args.port
+        "echo: listening on {}:{} and [{}]:{} (mac {mac}), {max_conns} connections at most ({fit} fit the pool at full queues), {}",
+        net.ip,
+        args.port,
+        net.ip6,
+        args.port,
+        if args.copy {
+            "copying (--copy)"
+        } else {
+            "handing the received buffers back (no copy)"
+        }
     );
     let started = link.now();
     let deadline = args
@@ -293,6 +379,7 @@ fn run(args: Args, eal: Option<Vec<String>>) -> Result<()> {
             "echo_open_at_stop": open.len(),
             "echo_bytes": app.echoed,
             "echo_blocked_writes": app.blocked,
+            "echo_zero_copy": !app.copy,
             "duration_s": now.saturating_since(started).as_nanos() as f64 / 1e9,
         });
         net::write_json(path, &net::report_json(&stats, &ls, in_use, extra))?;

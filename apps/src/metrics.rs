@@ -210,6 +210,101 @@ pub const METRICS: &[MetricDef] = &[
         "weir_challenge_acks_total",
         "Challenge ACKs sent (RFC 5961).",
     ),
+    c(
+        "tcp_bytes_written",
+        "weir_tcp_bytes_written_total",
+        "Bytes the application queued for sending (send and send_bufs).",
+    ),
+    c(
+        "tcp_bytes_sent",
+        "weir_tcp_bytes_sent_total",
+        "Payload bytes sent for the first time (retransmissions not counted).",
+    ),
+    c(
+        "tcp_data_segments_sent",
+        "weir_tcp_data_segments_sent_total",
+        "Data segments sent for the first time (each carries the current ACK).",
+    ),
+    c(
+        "tcp_retransmits",
+        "weir_tcp_retransmits_total",
+        "Data segments retransmitted.",
+    ),
+    c(
+        "tcp_bytes_retransmitted",
+        "weir_tcp_bytes_retransmitted_total",
+        "Payload bytes retransmitted.",
+    ),
+    c(
+        "tcp_rto_timeouts",
+        "weir_tcp_rto_timeouts_total",
+        "Retransmission timer expiries (RFC 6298).",
+    ),
+    c(
+        "tcp_fast_recoveries",
+        "weir_tcp_fast_recoveries_total",
+        "Fast recoveries entered (duplicate ACKs, SACK or RACK).",
+    ),
+    c(
+        "tcp_tlp_probes",
+        "weir_tcp_tlp_probes_total",
+        "Tail loss probes sent (RFC 8985).",
+    ),
+    c(
+        "tcp_tlp_skipped",
+        "weir_tcp_tlp_skipped_total",
+        "Probe timeouts that sent no probe (RFC 8985 section 7.3).",
+    ),
+    c(
+        "tcp_tlp_loss_repaired",
+        "weir_tcp_tlp_loss_repaired_total",
+        "Tail loss probes whose ACK showed they repaired a loss.",
+    ),
+    c(
+        "tcp_rack_reorder_timeouts",
+        "weir_tcp_rack_reorder_timeouts_total",
+        "RACK reordering timer expiries (RFC 8985 section 6.3).",
+    ),
+    c(
+        "tcp_window_probes",
+        "weir_tcp_window_probes_total",
+        "Zero-window (persist) probes sent.",
+    ),
+    c(
+        "tcp_sack_blocks_refused",
+        "weir_tcp_sack_blocks_refused_total",
+        "SACK blocks ignored as invalid (RFC 2018 section 8).",
+    ),
+    c(
+        "tcp_reneging",
+        "weir_tcp_reneging_total",
+        "ACKs that stopped at data the peer had SACKed (possible reneging).",
+    ),
+    c(
+        "tcp_send_alloc_failures",
+        "weir_tcp_send_alloc_failures_total",
+        "Writes the buffer pool cut short.",
+    ),
+    c(
+        "tcp_send_budget_limited",
+        "weir_tcp_send_budget_limited_total",
+        "Writes the core's send budget (snd_core_slices) cut short.",
+    ),
+    c(
+        "tcp_active_opens",
+        "weir_tcp_active_opens_total",
+        "Active opens started (connect).",
+    ),
+    c(
+        "tcp_active_open_failures",
+        "weir_tcp_active_open_failures_total",
+        "Active opens that failed (refused, or SYN retries spent).",
+    ),
+    c(
+        "acks_piggybacked",
+        "weir_acks_piggybacked_total",
+        "ACKs owed that a data segment carried instead of a frame of their own.",
+    ),
     c("arp_replies", "weir_arp_replies_total", "ARP replies sent."),
     c(
         "icmp_echo_replies",

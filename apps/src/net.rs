@@ -606,7 +606,7 @@ fn nd_sender(frame: &[u8], ip: Ipv6Addr, target: Ipv6Addr) -> Option<[u8; 6]> {
 }
 
 /// The `--stats-json` object of a program on [`Net`]: weir-sink's counters
-/// ([`crate::report::stats_json`]) with the send side's, the transmit stage's
+/// ([`crate::report::stats_json`], the send side's among them), the transmit stage's
 /// (`impairment_tx`), the link's transmit counts and `extra`'s fields.
 pub fn report_json(s: &Stats, link: &LinkStats, mbufs_in_use_at_exit: u64, extra: Value) -> Value {
     let mut s = s.clone();
@@ -615,19 +615,7 @@ pub fn report_json(s: &Stats, link: &LinkStats, mbufs_in_use_at_exit: u64, extra
     s.lp.tx_packets = link.tx_packets;
     s.lp.tx_dropped = link.tx_dropped;
     let mut v = crate::report::stats_json(&s);
-    let t = &s.tcp;
     let more = json!({
-        "tcp_bytes_written": t.bytes_written,
-        "tcp_bytes_sent": t.bytes_sent,
-        "tcp_data_segments_sent": t.data_segments_sent,
-        "tcp_retransmits": t.retransmits,
-        "tcp_bytes_retransmitted": t.bytes_retransmitted,
-        "tcp_rto_timeouts": t.rto_timeouts,
-        "tcp_fast_recoveries": t.fast_recoveries,
-        "tcp_window_probes": t.window_probes,
-        "tcp_send_alloc_failures": t.send_alloc_failures,
-        "tcp_active_opens": t.active_opens,
-        "tcp_active_open_failures": t.active_open_failures,
         "impairment_tx": {
             "offered": tx.offered, "dropped": tx.dropped, "duplicated": tx.duplicated,
             "reordered": tx.reordered, "corrupted": tx.corrupted, "overflow": tx.overflow,

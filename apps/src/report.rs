@@ -78,7 +78,30 @@ pub fn stats_json(s: &Stats) -> Value {
     } else {
         s.lp.busy_cycles as f64 / s.gro.segments_in as f64
     };
-    json!({
+    // The send side's counters (one object of its own: json! has a recursion limit).
+    let t = &s.tcp;
+    let send = json!({
+        "tcp_bytes_written": t.bytes_written,
+        "tcp_bytes_sent": t.bytes_sent,
+        "tcp_data_segments_sent": t.data_segments_sent,
+        "tcp_retransmits": t.retransmits,
+        "tcp_bytes_retransmitted": t.bytes_retransmitted,
+        "tcp_rto_timeouts": t.rto_timeouts,
+        "tcp_fast_recoveries": t.fast_recoveries,
+        "tcp_tlp_probes": t.tlp_probes,
+        "tcp_tlp_skipped": t.tlp_skipped,
+        "tcp_tlp_loss_repaired": t.tlp_loss_repaired,
+        "tcp_rack_reorder_timeouts": t.rack_reorder_timeouts,
+        "tcp_window_probes": t.window_probes,
+        "tcp_sack_blocks_refused": t.sack_blocks_refused,
+        "tcp_reneging": t.reneging,
+        "tcp_send_alloc_failures": t.send_alloc_failures,
+        "tcp_send_budget_limited": t.send_budget_limited,
+        "tcp_active_opens": t.active_opens,
+        "tcp_active_open_failures": t.active_open_failures,
+        "acks_piggybacked": s.ack.piggybacked,
+    });
+    let mut v = json!({
         "rx_packets": s.pipeline.rx_packets,
         "rx_bytes": s.pipeline.rx_bytes,
         "gro_segments_in": s.gro.segments_in,
@@ -117,7 +140,11 @@ pub fn stats_json(s: &Stats) -> Value {
         "ooo_bytes_held": s.ooo_bytes_held,
         "mbufs_in_use": s.lp.mbufs_in_use,
         "impairment": impairment,
-    })
+    });
+    if let (Value::Object(m), Value::Object(send)) = (&mut v, send) {
+        m.extend(send);
+    }
+    v
 }
 
 /// The whole `--stats-json` object: totals at the top level, per-core objects under
@@ -178,6 +205,15 @@ pub fn summary(total: &Stats, mbufs_in_use_at_exit: u64, duration_s: f64) -> Str
         total.ack.data_acks(),
         total.segments_per_ack()
     );
+    let t = &total.tcp;
+    s += &format!(
+        "  sent: {} data segments ({} bytes of {} written), {} ACKs piggybacked on them\n",
+        t.data_segments_sent, t.bytes_sent, t.bytes_written, total.ack.piggybacked
+    );
+    s += &format!(
+        "  loss: {} retransmits ({} bytes), {} fast recoveries, {} RTOs, {} tail loss probes, {} zero-window probes\n",
+        t.retransmits, t.bytes_retransmitted, t.fast_recoveries, t.rto_timeouts, t.tlp_probes, t.window_probes
+    );
     s += &format!(
         "  connections: {} opened, {} closed, {} reset, {} still open\n",
         total.tcp.conns_opened, total.tcp.conns_closed, total.tcp.conns_reset, total.conns_open
@@ -187,4 +223,73 @@ pub fn summary(total: &Stats, mbufs_in_use_at_exit: u64, duration_s: f64) -> Str
         total.total_drops()
     );
     s
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    /// Every send-side counter of `TcpStats` and `AckStats::piggybacked` is in the JSON
+    /// under its own key, beside the receive side's keys (which keep their names).
+    #[test]
+    fn stats_json_carries_the_send_counters() {
+        let mut s = Stats::default();
+        let t = &mut s.tcp;
+        t.bytes_written = 1;
+        t.bytes_sent = 2;
+        t.data_segments_sent = 3;
+        t.retransmits = 4;
+        t.bytes_retransmitted = 5;
+        t.rto_timeouts = 6;
+        t.fast_recoveries = 7;
+        t.tlp_probes = 8;
+        t.tlp_skipped = 9;
+        t.tlp_loss_repaired = 10;
+        t.rack_reorder_timeouts = 11;
+        t.window_probes = 12;
+        t.sack_blocks_refused = 13;
+        t.reneging = 14;
+        t.send_alloc_failures = 15;
+        t.active_opens = 16;
+        t.active_open_failures = 17;
+        t.send_budget_limited = 19;
+        t.bytes_in_order = 99;
+        s.ack.piggybacked = 18;
+        let v = stats_json(&s);
+        let keys = [
+            "tcp_bytes_written",
+            "tcp_bytes_sent",
+            "tcp_data_segments_sent",
+            "tcp_retransmits",
+            "tcp_bytes_retransmitted",
+            "tcp_rto_timeouts",
+            "tcp_fast_recoveries",
+            "tcp_tlp_probes",
+            "tcp_tlp_skipped",
+            "tcp_tlp_loss_repaired",
+            "tcp_rack_reorder_timeouts",
+            "tcp_window_probes",
+            "tcp_sack_blocks_refused",
+            "tcp_reneging",
+            "tcp_send_alloc_failures",
+            "tcp_active_opens",
+            "tcp_active_open_failures",
+            "acks_piggybacked",
+            "tcp_send_budget_limited",
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(v[k], json!(i + 1), "{k}");
+        }
+        assert_eq!(v["tcp_bytes_in_order"], json!(99));
+        let text = summary(&s, 0, 1.0);
+        assert!(
+            text.contains("3 data segments (2 bytes of 1 written), 18 ACKs piggybacked"),
+            "{text}"
+        );
+        assert!(
+            text.contains("4 retransmits (5 bytes), 7 fast recoveries, 6 RTOs, 8 tail loss probes, 12 zero-window probes"),
+            "{text}"
+        );
+    }
 }

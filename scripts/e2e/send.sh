@@ -12,7 +12,9 @@
 # - echo: ECHO_CONNS kernel socat clients at once each send ECHO_MB MiB to the weir echo
 #   server while reading what comes back (one socat per connection, both directions at
 #   once); each echo's SHA-256 must equal its input's, and every connection must close
-#   cleanly (the server's FIN after the last echoed byte).
+#   cleanly (the server's FIN after the last echoed byte). The server hands the received
+#   buffers back without a copy (recv_bufs, send_bufs); echo_copy runs its copying path
+#   (--copy, recv and send) once, at the limits' sizes.
 # - both again with --impair loss=1%,reorder=2%,dup=1% on both of weir's directions (its
 #   receive stage before the pipeline, its transmit stage before the port), at the
 #   smaller sizes IMPAIRED_SEND_MB and IMPAIRED_ECHO_MB; weir must have retransmitted and
@@ -27,8 +29,8 @@
 # Every run: exit status 0, every mbuf back in the pool at exit (mbufs_in_use_at_exit),
 # the bytes the application wrote all sent once (retransmissions counted apart).
 # Sizes: send 200 MiB and echo 4 x 25 MiB clean, send 50 MiB and echo 4 x 10 MiB impaired,
-# 16 x 4 MiB echoed and 4 MiB sent at the limits, 50 MiB sent and 2 x 4 MiB echoed over
-# IPv6 (--quick: 20, 4 x 5, 10, 4 x 2, 16 x 1, 1, 5, 2 x 1). About 45 s here. Needs
+# 16 x 4 MiB and 4 x 4 MiB (--copy) echoed and 4 MiB sent at the limits, 50 MiB sent and
+# 2 x 4 MiB echoed over IPv6 (--quick: 20, 4 x 5, 10, 4 x 2, 16 x 1, 4 x 1, 1, 5, 2 x 1). About 45 s here. Needs
 # root, /dev/net/tun, socat, jq, sha256sum; fails (never skips) without them.
 #
 #   scripts/e2e/send.sh [--quick]
@@ -195,6 +197,9 @@ echo_case() {
     eq "$(j "$name" '"\(.echo_connections) \(.echo_closed) \(.echo_reset) \(.echo_open_at_stop)"')" \
     "$conns $conns 0 0"
   check "$name: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$name" .mbufs_in_use_at_exit)" 0
+  local zc=true how="without a copy (recv_bufs, send_bufs)"
+  if [[ " $* " == *" --copy "* ]]; then zc=false how="through a copy (--copy)"; fi
+  check "$name: echoed $how" eq "$(j "$name" .echo_zero_copy)" $zc
   # The queues are sized to the pool (apps::net's size_tcp): writes never found it empty.
   check "$name: the pool never ran dry (no send allocation failure)" \
     eq "$(j "$name" .tcp_send_alloc_failures)" 0
@@ -212,6 +217,7 @@ impaired_checks echo_impaired
 # The send buffer and the peer's window as the limits: writes that wait for Writable,
 # and a window the kernel closes.
 echo_case echo_small_sndbuf "$SMALL_CONNS" "$SMALL_MB" --snd-buf 16384
+echo_case echo_copy "$ECHO_CONNS" "$SMALL_MB" --copy
 # How many writes waited depends on how far the kernel's clients run ahead of the echo
 # (their speed against weir's), so it is printed, not asserted; the digests above are the
 # check that no byte was lost while writes waited.

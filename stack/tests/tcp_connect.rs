@@ -6,9 +6,12 @@
 use std::net::{IpAddr, SocketAddr};
 
 use stack::ack::{AckPolicy, AckReason};
+use stack::buf::RxChecksum;
+use stack::rss::Rss;
 use stack::seq::SeqNumber;
 use stack::tcp::{ConnId, ConnectOpts, DropReason, Event, State, TcpConfig, TcpError};
 use stack::time::Duration;
+use stack::wire::parse::{parse, LocalAddrs, Parsed};
 use stack::wire::TcpFlags;
 use testkit::frames::{OUR_IP6, PEER_IP6};
 use testkit::tcp::*;
@@ -352,4 +355,162 @@ fn weir_to_weir_transfer_both_ways_every_byte_exact() {
         assert_eq!(p.a.stats().bytes_sent, up.len() as u64);
         assert_eq!(p.b.stats().bytes_sent, down.len() as u64);
     }
+}
+
+/// The configuration of the RSS tests: four receive queues behind the default key and a
+/// 128-entry round-robin table, and `ports` as the ephemeral range.
+fn rss_cfg(ports: std::ops::RangeInclusive<u16>) -> TcpConfig {
+    TcpConfig {
+        ephemeral_ports: ports,
+        max_conns: 256,
+        rss: Some(Rss::with_queues(4).expect("rss")),
+        ..cfg()
+    }
+}
+
+/// The queue the peer's answers to `local_port` arrive on, from the Toeplitz hash computed
+/// over the whole reply 4-tuple (not the per-port shortcut `connect` uses).
+fn reply_queue(rss: &Rss, local: IpAddr, remote: SocketAddr, local_port: u16) -> u16 {
+    let h = match (local, remote.ip()) {
+        (IpAddr::V4(l), IpAddr::V4(r)) => {
+            rss.toeplitz()
+                .hash_v4(r.octets(), l.octets(), remote.port(), local_port)
+        }
+        (IpAddr::V6(l), IpAddr::V6(r)) => {
+            rss.toeplitz()
+                .hash_v6(r.octets(), l.octets(), remote.port(), local_port)
+        }
+        _ => panic!("mixed families"),
+    };
+    rss.reta().queue(h)
+}
+
+/// F-Stack's rule (`in_pcb_lport_dest` with `ff_rss_check`; mTCP's per-core port pools):
+/// with `ConnectOpts::rx_queue`, the ephemeral port is one whose reply 4-tuple the port's
+/// Toeplitz hash and RETA send to that queue, for IPv4 and IPv6; every port is distinct
+/// and in the range, and the SYN leaves from it.
+#[test]
+fn rss_ephemeral_port_lands_on_the_asked_queue_v4_and_v6() {
+    let c = rss_cfg(32768..=60999);
+    let rss = c.rss.clone().expect("rss");
+    for (local, remote) in [
+        (IpAddr::from(OUR_IP4), remote()),
+        (
+            IpAddr::from(OUR_IP6),
+            SocketAddr::new(PEER_IP6.into(), PEER_PORT),
+        ),
+    ] {
+        let mut h = Fixture::with_cfg(c.clone(), AckPolicy::linux());
+        let mut ports = std::collections::HashSet::new();
+        let mut other_queues = 0;
+        for q in 0..4u16 {
+            for _ in 0..16 {
+                let mut o = opts();
+                o.rx_queue = Some(q);
+                let id = h.tcp.connect(h.now, local, remote, o).expect("connect");
+                let port = h.tcp.flow(id).expect("flow").dport;
+                assert!((32768..=60999).contains(&port));
+                assert_eq!(reply_queue(&rss, local, remote, port), q, "{local} {port}");
+                assert!(ports.insert(port), "port {port} handed out twice");
+            }
+            // Without the request the ports fall on every queue.
+            let id = h.tcp.connect(h.now, local, remote, opts()).expect("any");
+            let port = h.tcp.flow(id).expect("flow").dport;
+            other_queues |= 1u8 << reply_queue(&rss, local, remote, port);
+        }
+        let mut out = stack::driver::Burst::new();
+        assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 4 * 17);
+        let peer = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), Some(PEER_IP6));
+        let sent: std::collections::HashSet<u16> = out
+            .into_iter()
+            .map(
+                |b| match parse(&b.into_vec(), RxChecksum::default(), &peer) {
+                    Parsed::Tcp(m) if m.flags == TcpFlags::SYN => m.flow.sport,
+                    other => panic!("a SYN expected: {other:?}"),
+                },
+            )
+            .collect();
+        assert!(
+            ports.is_subset(&sent),
+            "each SYN leaves from its chosen port"
+        );
+        assert_ne!(other_queues, 0);
+    }
+}
+
+/// RFC 6056 §3.3.3 with the RSS rule: the range holds only the ports that land on the
+/// queue; once they are all in use with this peer, `connect` says `NoEphemeralPort`,
+/// while a connection that asks for no queue still finds one of the others.
+#[test]
+fn rss_ephemeral_range_exhausted_gives_no_ephemeral_port() {
+    let c = rss_cfg(40_000..=40_063);
+    let rss = c.rss.clone().expect("rss");
+    let local: IpAddr = OUR_IP4.into();
+    let mut h = Fixture::with_cfg(c, AckPolicy::linux());
+    let key = stack::flow::FlowKey::v4(PEER_IP4, PEER_PORT, OUR_IP4, 0);
+    let fits = rss.ports_for_queue(&key, 40_000..=40_063, 2).count();
+    assert!(
+        (1..64).contains(&fits),
+        "{fits} of 64 ports land on queue 2"
+    );
+    let mut o = opts();
+    o.rx_queue = Some(2);
+    for _ in 0..fits {
+        let id = h.tcp.connect(h.now, local, remote(), o).expect("connect");
+        let port = h.tcp.flow(id).expect("flow").dport;
+        assert_eq!(reply_queue(&rss, local, remote(), port), 2);
+    }
+    assert_eq!(
+        h.tcp.connect(h.now, local, remote(), o),
+        Err(TcpError::NoEphemeralPort)
+    );
+    let id = h
+        .tcp
+        .connect(h.now, local, remote(), opts())
+        .expect("any queue");
+    let port = h.tcp.flow(id).expect("flow").dport;
+    assert_ne!(reply_queue(&rss, local, remote(), port), 2);
+}
+
+/// A queue request `connect` cannot meet is refused, not ignored: no `TcpConfig::rss`, a
+/// queue the table lacks, or an explicit local port whose answers go elsewhere; an
+/// explicit port that does land on the queue is taken.
+#[test]
+fn rss_queue_request_that_cannot_be_met_is_refused() {
+    let local: IpAddr = OUR_IP4.into();
+    let mut o = opts();
+    o.rx_queue = Some(0);
+    let mut plain = client();
+    assert_eq!(
+        plain.tcp.connect(plain.now, local, remote(), o),
+        Err(TcpError::RxQueue)
+    );
+    let c = rss_cfg(32768..=60999);
+    let rss = c.rss.clone().expect("rss");
+    let mut h = Fixture::with_cfg(c, AckPolicy::linux());
+    o.rx_queue = Some(4);
+    assert_eq!(
+        h.tcp.connect(h.now, local, remote(), o),
+        Err(TcpError::RxQueue)
+    );
+    let key = stack::flow::FlowKey::v4(PEER_IP4, PEER_PORT, OUR_IP4, 0);
+    let on1 = rss
+        .local_port_for_queue(&key, 50_000..=60_000, 1)
+        .expect("a port");
+    let on3 = rss
+        .local_port_for_queue(&key, 50_000..=60_000, 3)
+        .expect("a port");
+    o.rx_queue = Some(1);
+    o.local_port = Some(on3);
+    assert_eq!(
+        h.tcp.connect(h.now, local, remote(), o),
+        Err(TcpError::RxQueue)
+    );
+    o.local_port = Some(on1);
+    let id = h
+        .tcp
+        .connect(h.now, local, remote(), o)
+        .expect("port on queue 1");
+    assert_eq!(h.tcp.flow(id).expect("flow").dport, on1);
+    assert_eq!(h.tcp.stats().active_opens, 1);
 }

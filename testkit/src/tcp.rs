@@ -10,12 +10,14 @@
 //!   [`Fixture::tx`]);
 //! - the TCP benchmarks (`benches/benches/tcp.rs` and `weir-bench tcp`) take
 //!   [`Fixture::new`]: one connection past the handshake and the quickack phase, fed
-//!   full-sized runs by [`Fixture::next`] and emptied by [`Fixture::drain`]; and
-//!   [`ack_parts`] for timing ACK building alone.
+//!   full-sized runs by [`Fixture::next`] and emptied by [`Fixture::drain`]; for the send
+//!   side, [`Fixture::sender`]: a connection whose peer window and cwnd never limit it,
+//!   with [`Fixture::sent`], [`Fixture::ack_seg`] and [`Fixture::reopen`] to play the
+//!   peer; and [`ack_parts`] for timing ACK building alone.
 
 use stack::ack::template::{sack_option, AckTemplate, TcpFields};
 use stack::ack::{AckPolicy, AckReason};
-use stack::buf::{PayloadChain, PayloadSlice, RxChecksum};
+use stack::buf::{PacketBuf, PayloadChain, PayloadSlice, RxChecksum};
 use stack::driver::Burst;
 use stack::flow::FlowKey;
 use stack::mem::{VecBuf, VecPool};
@@ -156,6 +158,70 @@ impl Fixture {
             f.drain();
         }
         Ok(f)
+    }
+
+    /// The benchmarks' sender: one connection past the handshake (all options offered,
+    /// so data segments carry timestamps and the peer permits SACK), a peer window of
+    /// 8 MiB (65535 << 7), and an initial cwnd of 4096 segments (6 MiB, above the 1 MiB
+    /// send buffer): nothing but the send buffer limits what `poll_tx` sends.
+    pub fn sender() -> Result<Self, String> {
+        let cfg = TcpConfig {
+            max_conns: 16,
+            cc: stack::tcp::cc::CcConfig {
+                initial_segments: Some(4096),
+                ..Default::default()
+            },
+            ..TcpConfig::default()
+        };
+        let mut f = Self::with_cfg(cfg, AckPolicy::linux());
+        f.pool = VecPool::new(1 << 16, 2048);
+        f.window = u16::MAX;
+        f.try_handshake(SynOpts::all(), Duration::from_micros(100))?;
+        Ok(f)
+    }
+
+    /// Aborts the connection (its RST is built and dropped) and opens a new one from peer
+    /// port `peer_port` with [`SynOpts::all`]: a fresh cwnd, RTT estimate and scoreboard.
+    pub fn reopen(&mut self, peer_port: u16) -> Result<ConnId, String> {
+        if let Some(id) = self.id.take() {
+            self.tcp
+                .abort(id)
+                .map_err(|e| format!("abort {id:?}: {e:?}"))?;
+            let _ = self.tx();
+            let _ = self.tcp.events().count();
+        }
+        self.flow = FlowKey::v4(PEER_IP4, peer_port, OUR_IP4, PORT);
+        self.try_handshake(SynOpts::all(), Duration::from_micros(100))?;
+        self.id
+            .ok_or_else(|| "no connection after the handshake".to_string())
+    }
+
+    /// Takes the frames a timed `poll_tx` built: notes the TSval of the last one (what
+    /// the peer echoes next, as [`Fixture::tx`] would) and frees them all. Returns the
+    /// number of frames.
+    pub fn sent(&mut self, out: Burst<VecBuf>) -> usize {
+        let n = out.len();
+        if let Some(last) = out.last() {
+            let local = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), None);
+            if let Parsed::Tcp(m) = parse(last.data(), RxChecksum::default(), &local) {
+                if let Some(t) = m.opts.timestamp {
+                    self.our_tsval = t.tsval;
+                }
+            }
+        }
+        n
+    }
+
+    /// A pure ACK from the peer (built, not yet handled) acknowledging up to `ack`, with
+    /// the SACK blocks `sack` (at most 4; 3 fit beside timestamps on the wire).
+    pub fn ack_seg(&self, ack: SeqNumber, sack: &[SackBlock]) -> Segment<VecBuf> {
+        let mut s = self.build(self.snd_nxt, TcpFlags::ACK, 0, 0, false);
+        s.ack = ack;
+        for (slot, b) in s.opts.sack.iter_mut().zip(sack) {
+            *slot = *b;
+        }
+        s.opts.sack_count = sack.len().min(s.opts.sack.len()) as u8;
+        s
     }
 
     /// Moves the clock by `d` and fires what is due.

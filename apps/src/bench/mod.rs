@@ -5,7 +5,8 @@
 //! - [`gro`]: weir's GRO beside DPDK's `rte_gro` on the same bursts of mbufs (the fixture
 //!   is [`gro_fixture`], shared with the criterion benches in `benches/`);
 //! - [`csum`]: weir's Internet checksum beside DPDK's `rte_raw_cksum` on the same buffers;
-//! - [`tcp`]: TCP receive and ACK building on in-memory buffers;
+//! - [`tcp`]: TCP receive, ACK building and the send side (segments sent, ACKs processed)
+//!   on in-memory buffers;
 //! - [`stages`]: ns per segment of each receive-path stage;
 //! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`.
 

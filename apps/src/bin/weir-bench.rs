@@ -106,7 +106,9 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', default_values_t = [1448usize, 8948])]
         lens: Vec<usize>,
     },
-    /// TCP receive + ACK decision per wire segment, and ACK building, on in-memory buffers.
+    /// TCP receive + ACK decision per wire segment, and ACK building; the send side: ns per
+    /// data segment sent and per ACK the sender processes (with and without SACK blocks),
+    /// each over the receive ns per segment; all on in-memory buffers.
     Tcp {
         /// One JSON object per row.
         #[arg(long)]

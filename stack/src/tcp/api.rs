@@ -141,8 +141,14 @@ pub enum TcpError {
     TooManyConnections,
     /// `connect`: the local port asked for is listened on, or its 4-tuple is in use.
     PortInUse,
-    /// `connect`: every ephemeral port is in use with this peer (TIME-WAIT included).
+    /// `connect`: every ephemeral port is in use with this peer (TIME-WAIT included), or,
+    /// with [`ConnectOpts::rx_queue`](super::ConnectOpts::rx_queue), every one whose
+    /// answers land on that queue.
     NoEphemeralPort,
+    /// `connect`: [`ConnectOpts::rx_queue`](super::ConnectOpts::rx_queue) was asked for
+    /// with no [`TcpConfig::rss`](super::TcpConfig::rss), names a queue the redirection
+    /// table does not have, or the local port given sends the answers to another queue.
+    RxQueue,
 }
 
 impl core::fmt::Display for TcpError {
@@ -164,6 +170,10 @@ impl core::fmt::Display for TcpError {
             TcpError::PortInUse => "the local port is listened on or its 4-tuple is in use",
             TcpError::NoEphemeralPort => {
                 "no ephemeral port is free for this peer: widen TcpConfig::ephemeral_ports"
+            }
+            TcpError::RxQueue => {
+                "ConnectOpts::rx_queue needs TcpConfig::rss, a queue its table has, and no \
+                 local port that sends the answers elsewhere"
             }
         })
     }

@@ -103,6 +103,7 @@ impl<B: PacketBuf> Conn<B> {
         ctx.ooo.clear(&mut self.rcv.ooo);
         self.rcv.rxq.clear();
         self.rcv.rxq_bytes = 0;
+        ctx.snd_slices_changed(self.snd.slices(), 0);
         self.snd.clear(&mut ctx.spent);
         self.snd.timer = None;
         self.open = None;

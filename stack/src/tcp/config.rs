@@ -2,6 +2,7 @@
 
 use core::ops::RangeInclusive;
 
+use crate::rss::Rss;
 use crate::tcp::cc::CcConfig;
 use crate::tcp::recovery::LossDetection;
 use crate::tcp::rtt::ValidRtoConfig;
@@ -90,6 +91,15 @@ pub struct TcpConfig {
     /// many small zero-copy buffers reach this bound before `snd_buf`; `send`'s copies
     /// fill buffers of one MSS each. 1024 holds `snd_buf` in full-sized segments.
     pub snd_slices: usize,
+    /// Buffers all send queues of the core may hold together: Linux's `tcp_mem` idea (a
+    /// limit on the memory of every TCP socket, checked as a write charges it,
+    /// `__sk_mem_raise_allocated`, and a write over it waits, `sk_stream_wait_memory`),
+    /// counted in buffers of the pool. A write takes no new buffer beyond it (`send` and
+    /// `send_bufs` take what fits, 0 once it is reached, then `Event::Writable` when the
+    /// core's queues have drained below three quarters of it), so many connections
+    /// writing at once under loss cannot take every buffer of the pool and leave none to
+    /// build frames. Default: no core-wide limit (`usize::MAX`), each queue bounded alone.
+    pub snd_core_slices: usize,
     /// SYN retransmissions before an active open fails (Linux `tcp_syn_retries` = 6:
     /// with the 1 s initial RTO doubling, the open is given up after about 127 s).
     pub syn_retries: u8,
@@ -119,6 +129,11 @@ pub struct TcpConfig {
     /// third of a 64 KiB TSO burst; 1 interleaves connections segment by segment, as a
     /// busy NIC queue fed by many sockets without TSO does (weir-gen's `--interleave`).
     pub tx_quota: u32,
+    /// The port's receive-side scaling (its Toeplitz key and redirection table), for an
+    /// active open that asks for the queue its answers arrive on
+    /// ([`ConnectOpts::rx_queue`](super::ConnectOpts::rx_queue)). `None` (the default):
+    /// no such request can be met.
+    pub rss: Option<Rss>,
 }
 
 impl Default for TcpConfig {
@@ -142,6 +157,7 @@ impl Default for TcpConfig {
             ttl: 64,
             snd_buf: 1 << 20,
             snd_slices: 1024,
+            snd_core_slices: usize::MAX,
             syn_retries: 6,
             ephemeral_ports: 32768..=60999,
             rto: ValidRtoConfig::default(),
@@ -149,6 +165,7 @@ impl Default for TcpConfig {
             cc: CcConfig::default(),
             loss_detection: SackLossDetection::Rack,
             tx_quota: 16,
+            rss: None,
         }
     }
 }

@@ -17,6 +17,26 @@
 //! does for a passive open (`Conn::new`, the same `ConnParams`); the SYN's options are
 //! written by `ack::template::syn_options`, as the SYN-ACK's are.
 //!
+//! # Ephemeral ports for a receive queue
+//!
+//! With several receive queues, the NIC's RSS (the Toeplitz hash of the 4-tuple and the
+//! redirection table, [`crate::rss`]) decides which queue, and so which core, the peer's
+//! answers reach. A core that opens a connection needs them on its own queue: it owns the
+//! connection's state and nothing else would find it. [`ConnectOpts::rx_queue`] asks for
+//! that: the RFC 6056 walk over the ephemeral range (below) then skips every port whose
+//! reply 4-tuple (the peer's address and port, ours and the candidate) the port's RSS
+//! ([`TcpConfig::rss`](super::TcpConfig::rss)) sends to another queue, and takes the
+//! first that is left and free. The rule is F-Stack's: its FreeBSD port search
+//! (`in_pcb_lport_dest` in `freebsd/netinet/in_pcb.c`) goes on past a free port until
+//! `ff_rss_check` (`lib/ff_dpdk_if.c`, the Toeplitz hash in software with the port's key
+//! and RETA) says the reply lands on this core's queue. mTCP does the same up front: each
+//! core's address pool holds only the ports `GetRSSCPUCore` maps to it (`addr_pool.c`,
+//! `rss.c`). Linux has no such rule: `__inet_hash_connect` ignores RSS, and the flow is
+//! steered to the socket's CPU afterwards (RFS, aRFS), which a poll-mode stack with one
+//! state table per core cannot do. With a round-robin table over `n` queues about one
+//! port in `n` qualifies, so the range holds about `range / n` connections per peer and
+//! core; each candidate costs 16 XORs (the hash is linear in the port's bits).
+//!
 //! The stack has no ARP or neighbour discovery for active opens (it answers requests, it
 //! does not make them): the caller passes the next hop's MAC address in [`ConnectOpts`]
 //! (the peer's, or its router's), as it knows its own.
@@ -55,6 +75,12 @@ pub struct ConnectOpts {
     pub local_port: Option<u16>,
     /// The ACK policy of the connection (as a listener gives its connections).
     pub ack: AckPolicy,
+    /// The receive queue the peer's answers must arrive on (RSS), usually the opening
+    /// core's own: the ephemeral port is chosen among those whose reply 4-tuple
+    /// [`TcpConfig::rss`](super::TcpConfig::rss) maps to this queue (see the module
+    /// documentation). With [`ConnectOpts::local_port`] set, that port must map to it.
+    /// `None` (the default): any queue.
+    pub rx_queue: Option<u16>,
 }
 
 impl ConnectOpts {
@@ -66,6 +92,7 @@ impl ConnectOpts {
             vlan: None,
             local_port: None,
             ack: AckPolicy::linux(),
+            rx_queue: None,
         }
     }
 }
@@ -84,7 +111,8 @@ impl<B: PacketBuf> Tcp<B> {
     ///
     /// The local port is `opts.local_port`, or an ephemeral one (RFC 6056 §3.3.3) that no
     /// connection in the table uses with this peer, TIME-WAIT included, and that no
-    /// listener or half-open entry holds. IPv4 or IPv6: `local` and `remote` must be the
+    /// listener or half-open entry holds; with `opts.rx_queue`, one whose answers the
+    /// port's RSS sends to that queue ([`TcpError::RxQueue`] if that cannot be asked). IPv4 or IPv6: `local` and `remote` must be the
     /// same family. A SYN-SENT connection can be closed (it is forgotten) but not written
     /// to ([`TcpError::NotEstablished`]).
     pub fn connect(
@@ -103,18 +131,31 @@ impl<B: PacketBuf> Tcp<B> {
             return Err(TcpError::InvalidAddress);
         }
         flow.vlan = opts.vlan.map_or(NO_VLAN, |v| v & 0x0fff);
+        if let Some(q) = opts.rx_queue {
+            let known = self
+                .cfg
+                .rss
+                .as_ref()
+                .is_some_and(|r| r.reta().entries().contains(&q));
+            if !known {
+                return Err(TcpError::RxQueue);
+            }
+        }
         if self.conns.is_full() {
             return Err(TcpError::TooManyConnections);
         }
         flow.dport = match opts.local_port {
             Some(p) => {
+                if !self.lands(&flow, opts.rx_queue)(p) {
+                    return Err(TcpError::RxQueue);
+                }
                 flow.dport = p;
                 if !self.tuple_free(&flow) {
                     return Err(TcpError::PortInUse);
                 }
                 p
             }
-            None => self.ephemeral_port(&flow)?,
+            None => self.ephemeral_port(&flow, opts.rx_queue)?,
         };
         let iss = super::cookie::isn(&self.key, &flow, now.as_nanos());
         let p = self.params(
@@ -162,12 +203,21 @@ impl<B: PacketBuf> Tcp<B> {
         self.conns.find(flow).is_none() && !self.listeners.holds(flow)
     }
 
+    /// Whether a local port sends the answers on `flow` to `queue` (always, for `None`),
+    /// by [`TcpConfig::rss`](super::TcpConfig::rss); `connect` has checked that a queue
+    /// asked for has one.
+    fn lands<'a>(&'a self, flow: &FlowKey, queue: Option<u16>) -> impl Fn(u16) -> bool + 'a {
+        let rss = queue.and_then(|q| Some(self.cfg.rss.as_ref()?.local_port_lands(flow, q)));
+        move |p| rss.as_ref().is_none_or(|lands| lands(p))
+    }
+
     /// RFC 6056 §3.3.3 (Algorithm 3, "Simple Hash-Based Port Selection", as Linux's
     /// `__inet_hash_connect` does it): the search starts at a keyed hash of the local and
     /// remote addresses and the remote port plus a counter that advances with each port
-    /// handed out, and walks the range once. `Err` when every port of the range is taken
-    /// for this peer.
-    fn ephemeral_port(&mut self, flow: &FlowKey) -> Result<u16, TcpError> {
+    /// handed out, and walks the range once, skipping the ports whose answers would land
+    /// on another queue than `queue` (F-Stack's rule, see the module documentation).
+    /// `Err` when every port of the range is taken for this peer (or sends elsewhere).
+    fn ephemeral_port(&mut self, flow: &FlowKey, queue: Option<u16>) -> Result<u16, TcpError> {
         let (lo, hi) = (
             *self.cfg.ephemeral_ports.start(),
             *self.cfg.ephemeral_ports.end(),
@@ -178,16 +228,17 @@ impl<B: PacketBuf> Tcp<B> {
         let n = u32::from(hi - lo) + 1;
         let offset = self.key.flow_hash(flow, 0x6570_6865, 0);
         let base = offset.wrapping_add(self.next_ephemeral);
-        let mut f = *flow;
-        for i in 0..n {
-            let port = lo + (base.wrapping_add(i) % n) as u16;
-            f.dport = port;
-            if self.tuple_free(&f) {
-                self.next_ephemeral = self.next_ephemeral.wrapping_add(i + 1);
-                return Ok(port);
-            }
-        }
-        Err(TcpError::NoEphemeralPort)
+        let found = {
+            let lands = self.lands(flow, queue);
+            let mut f = *flow;
+            (0..n).find_map(|i| {
+                f.dport = lo + (base.wrapping_add(i) % n) as u16;
+                (lands(f.dport) && self.tuple_free(&f)).then_some((i, f.dport))
+            })
+        };
+        let (i, port) = found.ok_or(TcpError::NoEphemeralPort)?;
+        self.next_ephemeral = self.next_ephemeral.wrapping_add(i + 1);
+        Ok(port)
     }
 
     /// The set-up parameters of a connection on `flow`: the configuration's, and the

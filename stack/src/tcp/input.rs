@@ -234,8 +234,13 @@ impl<B: PacketBuf> Conn<B> {
         }
         if seg.ack > self.snd.una {
             self.snd.una = seg.ack;
-            if self.snd.queued() > 0 && self.snd.acked(seg.ack, &mut ctx.spent) {
-                ctx.event(Event::Writable(self.id));
+            if self.snd.queued() > 0 {
+                let before = self.snd.slices();
+                let writable = self.snd.acked(seg.ack, &mut ctx.spent);
+                ctx.snd_slices_changed(before, self.snd.slices());
+                if writable {
+                    ctx.event(Event::Writable(self.id));
+                }
             }
             if self.closing.fin_sent && self.snd.una == self.snd.nxt {
                 self.our_fin_acked(now, ctx);

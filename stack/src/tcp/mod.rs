@@ -52,9 +52,9 @@
 //!    `handle_rx_burst`);
 //! 2. the events: [`Tcp::poll_event`] / [`Tcp::events`];
 //! 3. the application's calls: [`Tcp::recv`] (zero-copy payload, reports how much it
-//!    consumed), [`Tcp::send`] (copied into pool buffers) or [`Tcp::send_bufs`]
-//!    (zero-copy), [`Tcp::connect`], [`Tcp::shutdown`], [`Tcp::close`],
-//!    [`Tcp::set_nodelay`], [`Tcp::set_cork`];
+//!    consumed) or [`Tcp::recv_bufs`] (takes the received buffers), [`Tcp::send`]
+//!    (copied into pool buffers) or [`Tcp::send_bufs`] (zero-copy), [`Tcp::connect`],
+//!    [`Tcp::shutdown`], [`Tcp::close`], [`Tcp::set_nodelay`], [`Tcp::set_cork`];
 //! 4. [`Tcp::handle_timeout`] (delayed ACK, SACK compression, the SWS override, the
 //!    retransmission timer, RACK's reordering timer and the tail loss probe, the persist
 //!    timer, SYN, SYN-ACK and FIN retransmission, TIME-WAIT);
@@ -121,6 +121,12 @@ pub struct Tcp<B> {
     /// `poll_tx` raises it once the pool hands out a buffer again. At most one entry per
     /// connection (`Snd::pool_starved`), so at most `max_conns`.
     starved: Vec<(u32, u32)>,
+    /// Connections whose last write the core's send budget cut short
+    /// ([`TcpConfig::snd_core_slices`]): their own queues may be empty, so no
+    /// acknowledgment of theirs would raise `Event::Writable`; it is raised once the
+    /// core's send queues drain (`wake_budget_starved`). At most one entry per connection
+    /// (`Snd::budget_starved`).
+    budget_starved: Vec<(u32, u32)>,
 }
 
 impl<B: PacketBuf> Tcp<B> {
@@ -147,10 +153,12 @@ impl<B: PacketBuf> Tcp<B> {
                 challenge_window: Instant::ZERO,
                 challenge_count: 0,
                 spent: FreeBatch::new(),
+                snd_held: 0,
             },
             rcv_wscale: ws,
             next_ephemeral: 0,
             starved: Vec::with_capacity(cfg.max_conns),
+            budget_starved: Vec::with_capacity(cfg.max_conns),
             cfg,
         }
     }
@@ -232,6 +240,33 @@ impl<B: PacketBuf> Tcp<B> {
         Ok(c.consume(n, &mut self.ctx) as usize)
     }
 
+    /// Gives the connection's in-order payload away: moves whole received slices from the
+    /// front of the receive queue into `out` (the buffers themselves, no copy) while they
+    /// fit in `max_bytes` and in `out`'s free slots ([`MAX_CHAIN`](crate::buf::MAX_CHAIN)
+    /// per chain). The bytes count as consumed, as with [`Tcp::recv`]: the window opens
+    /// and a window-update ACK may be scheduled (`tcp_cleanup_rbuf`). A front slice
+    /// longer than `max_bytes` stays queued (0 is returned; [`Tcp::recv`] can consume a
+    /// part of it). Returns the bytes moved.
+    ///
+    /// The buffers are then the caller's: hand them to [`Tcp::send_bufs`] (an echo
+    /// without a copy; pass [`Tcp::writable_bytes`] as `max_bytes` so the send queue can
+    /// take all of them) or drop them, which frees them. They come from the receive pool
+    /// and stay out of it until the peer acknowledges them, so a receive pool sized for
+    /// the receive queues alone must also hold the send queues that keep its buffers.
+    pub fn recv_bufs(
+        &mut self,
+        id: ConnId,
+        max_bytes: usize,
+        out: &mut PayloadChain<B>,
+    ) -> Result<usize, TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        let max = u32::try_from(max_bytes).unwrap_or(u32::MAX);
+        Ok(c.take_bufs(max, out, &mut self.ctx) as usize)
+    }
+
     /// Bytes ready to read on the connection.
     pub fn readable_bytes(&self, id: ConnId) -> usize {
         self.conn(id).map_or(0, |c| c.rcv.rxq_bytes as usize)
@@ -266,9 +301,11 @@ impl<B: PacketBuf> Tcp<B> {
 
     /// Copies `data` into buffers from `pool` and queues it for sending; returns how many
     /// bytes it took: all of them, or what fitted in the send buffer
-    /// ([`TcpConfig::snd_buf`] bytes, [`TcpConfig::snd_slices`] buffers), 0 when it is
-    /// full (then [`Event::Writable`] follows when acknowledgments free space) or the pool
-    /// is empty (then [`Event::Writable`] follows when [`Tcp::poll_tx`] next finds a
+    /// ([`TcpConfig::snd_buf`] bytes, [`TcpConfig::snd_slices`] buffers) and in the core's
+    /// send budget ([`TcpConfig::snd_core_slices`] buffers over all connections), 0 when
+    /// the buffer is full (then [`Event::Writable`] follows when acknowledgments free
+    /// space), the budget is spent (then [`Event::Writable`] follows when the core's send
+    /// queues have drained to three quarters of it) or the pool is empty (then [`Event::Writable`] follows when [`Tcp::poll_tx`] next finds a
     /// buffer in its pool: with nothing in flight no acknowledgment would come). A short
     /// write tail joins the last buffer when it has room, so small writes do not take a
     /// buffer each.
@@ -288,15 +325,28 @@ impl<B: PacketBuf> Tcp<B> {
         pool: &mut P,
     ) -> Result<usize, TcpError> {
         let _ = now;
+        let budget = self.cfg.snd_core_slices.saturating_sub(self.ctx.snd_held);
         let c = writer(&mut self.conns, id)?;
-        let n = c.snd.write_copy(data, |len| pool.alloc(len));
+        let before = c.snd.slices();
+        let within = (c.snd.room_within(budget) as usize).min(data.len());
+        let budget_cut = within < data.len() && c.snd.room() as usize > within;
+        let n = c.snd.write_copy(&data[..within], |len| pool.alloc(len));
+        self.ctx.snd_slices_changed(before, c.snd.slices());
         if n < data.len() {
             c.snd.writable_armed = true;
-            if c.snd.room() > 0 {
+            if n < within {
                 self.ctx.stats.send_alloc_failures += 1;
                 if !c.snd.pool_starved && self.starved.len() < self.starved.capacity() {
                     c.snd.pool_starved = true;
                     self.starved.push((id.slot, id.gen));
+                }
+            } else if budget_cut {
+                self.ctx.stats.send_budget_limited += 1;
+                if !c.snd.budget_starved
+                    && self.budget_starved.len() < self.budget_starved.capacity()
+                {
+                    c.snd.budget_starved = true;
+                    self.budget_starved.push((id.slot, id.gen));
                 }
             }
         }
@@ -306,13 +356,13 @@ impl<B: PacketBuf> Tcp<B> {
     }
 
     /// Queues the application's own buffers for sending without a copy: whole slices
-    /// from the front of `slices`, as many as fit in the send buffer; what did not fit
+    /// from the front of `slices`, as many as fit in the send buffer and the core's send
+    /// budget ([`TcpConfig::snd_core_slices`]); what did not fit
     /// stays in `slices`, in order, for a later call (after [`Event::Writable`]). Returns
     /// the bytes taken. The buffers are freed once the peer has acknowledged their last
     /// byte. Segmentation as for [`Tcp::send`]; a buffer may be any frame-sized
-    /// [`PacketBuf`] the application owns. (Received slices are only lent by
-    /// [`Tcp::recv`], so an echo server cannot hand them back yet: a `recv` that gives
-    /// the consumed buffers away is the missing piece.)
+    /// [`PacketBuf`] the application owns, received slices included: [`Tcp::recv_bufs`]
+    /// gives them away, so an echo server hands what it received straight back.
     pub fn send_bufs(
         &mut self,
         now: Instant,
@@ -320,21 +370,65 @@ impl<B: PacketBuf> Tcp<B> {
         slices: &mut PayloadChain<B>,
     ) -> Result<usize, TcpError> {
         let _ = now;
+        let budget = self.cfg.snd_core_slices.saturating_sub(self.ctx.snd_held);
         let c = writer(&mut self.conns, id)?;
-        let n = c.snd.write_bufs(slices);
+        let before = c.snd.slices();
+        let n = c.snd.write_bufs(slices, budget);
+        self.ctx.snd_slices_changed(before, c.snd.slices());
         if !slices.is_empty() {
             c.snd.writable_armed = true;
+            // The budget stopped it if the queue alone would have taken the next buffer.
+            let next = slices.slices().first().map_or(0, |s| u32::from(s.len));
+            if c.snd.slices() - before >= budget && c.snd.takes_buf(next) {
+                self.ctx.stats.send_budget_limited += 1;
+                if !c.snd.budget_starved
+                    && self.budget_starved.len() < self.budget_starved.capacity()
+                {
+                    c.snd.budget_starved = true;
+                    self.budget_starved.push((id.slot, id.gen));
+                }
+            }
         }
         self.ctx.stats.bytes_written += n as u64;
         c.after_input(&mut self.ctx);
         Ok(n)
     }
 
-    /// Bytes [`Tcp::send`] could take now (0 for an unknown or write-closed connection).
+    /// Bytes [`Tcp::send`] could take now (0 for an unknown or write-closed connection):
+    /// the connection's send buffer room, within what the core's send budget
+    /// ([`TcpConfig::snd_core_slices`]) has left.
     pub fn writable_bytes(&self, id: ConnId) -> usize {
+        let budget = self.cfg.snd_core_slices.saturating_sub(self.ctx.snd_held);
         self.conn(id)
             .filter(|c| !c.closing.write_closed)
-            .map_or(0, |c| c.snd.room() as usize)
+            .map_or(0, |c| c.snd.room_within(budget) as usize)
+    }
+
+    /// Buffers all send queues of this core hold (what
+    /// [`TcpConfig::snd_core_slices`] bounds).
+    pub fn snd_buffers_held(&self) -> usize {
+        self.ctx.snd_held
+    }
+
+    /// `Event::Writable` for the connections the core's send budget stopped, once the
+    /// core's send queues hold at most three quarters of it (a quarter free, so that one
+    /// acknowledged buffer does not wake every waiting writer for one buffer; Linux's
+    /// `sk_stream_write_space` likewise waits for a third of a socket's buffer).
+    fn wake_budget_starved(&mut self) {
+        let limit = self.cfg.snd_core_slices;
+        if self.budget_starved.is_empty() || self.ctx.snd_held > limit - limit / 4 {
+            return;
+        }
+        for (slot, gen) in self.budget_starved.drain(..) {
+            let Some(c) = self.conns.get_gen_mut(slot, gen) else {
+                continue;
+            };
+            c.snd.budget_starved = false;
+            if c.snd.writable_armed && !c.closing.write_closed && c.snd.room() > 0 {
+                c.snd.writable_armed = false;
+                self.ctx.event(Event::Writable(c.id));
+            }
+        }
     }
 
     /// `TCP_NODELAY`: with `on`, a segment smaller than the MSS leaves at once even while
@@ -420,12 +514,15 @@ impl<B: PacketBuf> Tcp<B> {
                 Kind::Half => self.half_open_timeout(now, f.slot, f.gen),
             }
         }
+        // A reset (retries spent) frees send buffers.
+        self.wake_budget_starved();
     }
 
     fn free_conn(&mut self, slot: u32) {
         if let Some(mut c) = self.conns.remove(slot) {
             c.release(&mut self.ctx);
         }
+        self.wake_budget_starved();
     }
 
     /// Processes one coalesced segment (GRO's output; a SYN or RST is a run of one).
@@ -463,6 +560,8 @@ impl<B: PacketBuf> Tcp<B> {
         if c.reapable() {
             self.free_conn(slot);
         }
+        // Acknowledgments free send buffers.
+        self.wake_budget_starved();
     }
 }
 

@@ -109,6 +109,9 @@ pub struct TcpStats {
     pub bytes_written: u64,
     /// `send` found the buffer pool empty before it had copied what fitted.
     pub send_alloc_failures: u64,
+    /// Writes (`send`, `send_bufs`) the core's send budget (`TcpConfig::snd_core_slices`)
+    /// cut short while the connection's own queue had room.
+    pub send_budget_limited: u64,
     /// Active opens started (`connect`).
     pub active_opens: u64,
     /// Active opens that failed (refused, or SYN retries spent).
@@ -188,6 +191,7 @@ impl TcpStats {
         self.bytes_sent += o.bytes_sent;
         self.bytes_written += o.bytes_written;
         self.send_alloc_failures += o.send_alloc_failures;
+        self.send_budget_limited += o.send_budget_limited;
         self.active_opens += o.active_opens;
         self.active_open_failures += o.active_open_failures;
         self.retransmits += o.retransmits;

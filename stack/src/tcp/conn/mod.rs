@@ -46,9 +46,15 @@ pub(crate) struct Ctx<B> {
     /// Buffers the application read, freed together when the batch is full and once per
     /// loop iteration (`Tcp::poll_tx`): with many connections each read frees one or two.
     pub(crate) spent: FreeBatch<B>,
+    /// Buffers all send queues of the core hold (`TcpConfig::snd_core_slices` bounds it).
+    pub(crate) snd_held: usize,
 }
 
 impl<B> Ctx<B> {
+    /// A connection's send queue went from `before` to `after` buffers.
+    pub(crate) fn snd_slices_changed(&mut self, before: usize, after: usize) {
+        self.snd_held = (self.snd_held + after).saturating_sub(before);
+    }
     pub(crate) fn event(&mut self, e: Event) {
         if self.events.len() >= self.events_cap {
             self.stats.dropped(DropReason::EventQueueFull);
@@ -373,6 +379,7 @@ impl<B: PacketBuf> Conn<B> {
     pub(crate) fn release(&mut self, ctx: &mut Ctx<B>) {
         ctx.ooo.clear(&mut self.rcv.ooo);
         self.rcv.rxq.clear();
+        ctx.snd_slices_changed(self.snd.slices(), 0);
         self.snd.clear(&mut ctx.spent);
     }
 }

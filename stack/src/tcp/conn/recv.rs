@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use arrayvec::ArrayVec;
 
 use super::{Conn, Ctx};
-use crate::buf::{PacketBuf, PayloadSlice};
+use crate::buf::{PacketBuf, PayloadChain, PayloadSlice};
 use crate::seq::SeqNumber;
 use crate::tcp::ooo::OooQueue;
 use crate::time::Instant;
@@ -151,6 +151,41 @@ impl<B: PacketBuf> Conn<B> {
         for sl in self.rcv.rxq.drain(..whole) {
             ctx.spent.push(sl.buf);
         }
+        self.consumed(n, ctx)
+    }
+
+    /// The application takes whole slices from the front of the receive queue into `out`
+    /// while they fit in `max` bytes and in `out`: the buffers become its own (no copy,
+    /// nothing freed here), and the bytes count as consumed, as [`Conn::consume`] counts
+    /// them. A front slice longer than `max` stays. Returns the bytes moved.
+    pub(crate) fn take_bufs(
+        &mut self,
+        max: u32,
+        out: &mut PayloadChain<B>,
+        ctx: &mut Ctx<B>,
+    ) -> u32 {
+        let mut n = 0u32;
+        while let Some(front) = self.rcv.rxq.front() {
+            let l = u32::from(front.len);
+            if out.is_full() || n.saturating_add(l) > max {
+                break;
+            }
+            let Some(sl) = self.rcv.rxq.pop_front() else {
+                break;
+            };
+            if let Err(sl) = out.push(sl) {
+                // Not reached: `out` had room.
+                self.rcv.rxq.push_front(sl);
+                break;
+            }
+            n += l;
+        }
+        self.consumed(n, ctx)
+    }
+
+    /// `n` bytes left the receive queue (read or taken): the window it reopens, and
+    /// `tcp_cleanup_rbuf`'s window-update and pushed-data ACKs.
+    fn consumed(&mut self, n: u32, ctx: &mut Ctx<B>) -> u32 {
         if self.rcv.rxq.is_empty() {
             // Back to the buffer's first slots, as `AckQueue::pop_front` does: a queue read as
             // fast as it fills reuses a few cache lines instead of walking its buffer.

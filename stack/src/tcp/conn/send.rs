@@ -165,6 +165,9 @@ pub(crate) struct Snd<B> {
     /// A write found the pool empty (the queue had room) and the connection waits in
     /// `Tcp::starved` for `poll_tx` to find a buffer again.
     pub(crate) pool_starved: bool,
+    /// A write found the core's send budget spent (`TcpConfig::snd_core_slices`) and the
+    /// connection waits in `Tcp::budget_starved` for the core's send queues to drain.
+    pub(crate) budget_starved: bool,
     /// The send side's timer and what it is for, as Linux's one retransmit timer and
     /// `icsk_pending`: the SYN's before the handshake completes; after it the SWS
     /// override or the persist timer while nothing is outstanding, and while data is
@@ -280,6 +283,7 @@ impl<B: PacketBuf> Snd<B> {
             push_writes: true,
             writable_armed: false,
             pool_starved: false,
+            budget_starved: false,
             timer: None,
             timer_kind: SndTimer::Override,
             rto_at: None,
@@ -334,9 +338,26 @@ impl<B: PacketBuf> Snd<B> {
     /// and the free buffer slots hold at [`Snd::write_copy`]'s one MSS per buffer (0 when
     /// either bound is reached).
     pub(crate) fn room(&self) -> u32 {
-        let slots = self.max_slices.saturating_sub(self.q.len()) as u64;
+        self.room_within(usize::MAX)
+    }
+
+    /// [`Snd::room`] with at most `new_slices` more buffers (what the core's send budget,
+    /// `TcpConfig::snd_core_slices`, has left): the tail buffer's room needs none.
+    pub(crate) fn room_within(&self, new_slices: usize) -> u32 {
+        let slots = self.max_slices.saturating_sub(self.q.len()).min(new_slices) as u64;
         let by_slots = u64::from(self.tail_room()) + slots * u64::from(self.copy_cap());
         u64::from(self.buf.saturating_sub(self.q_bytes)).min(by_slots) as u32
+    }
+
+    /// Whether [`Snd::write_bufs`] would take a buffer of `len` bytes, by the queue's own
+    /// bounds alone.
+    pub(crate) fn takes_buf(&self, len: u32) -> bool {
+        self.q.len() < self.max_slices && self.q_bytes.saturating_add(len) <= self.buf
+    }
+
+    /// Buffers in the queue (what the core's send budget counts).
+    pub(crate) fn slices(&self) -> usize {
+        self.q.len()
     }
 
     /// The size of the buffers `send` copies into: one MSS.
@@ -406,12 +427,13 @@ impl<B: PacketBuf> Snd<B> {
         taken
     }
 
-    /// `send_bufs`: whole buffers from the front of `chain` while the bounds allow; the
-    /// rest stay in `chain`, in order. Returns the bytes taken.
-    pub(crate) fn write_bufs(&mut self, chain: &mut PayloadChain<B>) -> usize {
+    /// `send_bufs`: whole buffers from the front of `chain` while the bounds allow (and at
+    /// most `new_slices` of them, the core's send budget); the rest stay in `chain`, in
+    /// order. Returns the bytes taken.
+    pub(crate) fn write_bufs(&mut self, chain: &mut PayloadChain<B>, new_slices: usize) -> usize {
         let mut bytes = 0u32;
         let mut k = 0;
-        let free_slots = self.max_slices.saturating_sub(self.q.len());
+        let free_slots = self.max_slices.saturating_sub(self.q.len()).min(new_slices);
         let room = self.buf.saturating_sub(self.q_bytes);
         for s in chain.slices() {
             if k >= free_slots || bytes + u32::from(s.len) > room {
