@@ -1,0 +1,508 @@
+//! The engines on weir's TCP: one [`Glue`] per core drives every connection's [`App`] from
+//! the stack's events, with the connection's send buffer as the engine's [`Sink`].
+//!
+//! Read first: the [`App`] call order (serve/mod.rs), then the stack's
+//! (stack/src/tcp/mod.rs, "Call order"); docs/decisions/serve-glue.md says why the glue
+//! copies and how output maps onto the send buffer.
+//!
+//! Per connection, [`Glue::pump`] does the engine's steps 2-6 in one go:
+//! 1. output owed from before ([`App::poll_output`]) goes first;
+//! 2. then the receive queue, in copies of at most [`STAGE`] bytes: the bytes are copied out
+//!    without being consumed, offered to [`App::on_data`], and only as many as it consumed
+//!    leave the queue (`Tcp::recv` returning that count). What the engine leaves stays in
+//!    the queue, so the window closes on a peer whose answers cannot be sent;
+//! 3. the peer's FIN reaches the engine once every byte before it was consumed;
+//! 4. when the engine wants to close and owes nothing, `Tcp::close` (our FIN after the
+//!    queued data).
+//!
+//! The sink ([`TcpSink`]) is the send buffer itself: `room` is `Tcp::writable_bytes` and
+//! `write` is `Tcp::send`. A write the buffer (or the pool) cuts short arms
+//! `Event::Writable`, which pumps the connection again; engines always offer their bytes to
+//! `write`, never skip it on a zero `room`, so a short write (and so the wake-up) happens
+//! whenever output waits.
+//!
+//! A pump runs on `Readable`, `Writable` and `PeerClosed`, for a connection another one woke
+//! ([`App::take_woken`]), and for one whose [`App::next_deadline`] has passed.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use stack::buf::{BufPool, PacketBuf};
+use stack::flow::FlowKey;
+use stack::tcp::{ConnId, Event, Tcp};
+use stack::time::Instant;
+
+use super::{App, AppError, Sink};
+use crate::report::DigestRecord;
+
+/// The most bytes copied out of a receive queue per call of [`App::on_data`].
+pub const STAGE: usize = 64 * 1024;
+
+/// Most engine errors logged one by one (the rest are counted only).
+const LOGGED_ERRORS: u64 = 16;
+
+/// Most per-connection digests kept for the summary (as weir-sink keeps).
+const MAX_DIGESTS: usize = 100_000;
+
+/// Most per-session reports kept for the summary (iperf3's tests).
+const MAX_REPORTS: usize = 1000;
+
+/// A connection's send buffer as an engine's [`Sink`].
+pub struct TcpSink<'a, B: PacketBuf, P: BufPool<Buf = B>> {
+    tcp: &'a mut Tcp<B>,
+    pool: &'a mut P,
+    id: ConnId,
+    now: Instant,
+    /// Bytes the send buffer took.
+    pub taken: u64,
+    /// Writes it cut short (the buffer or the pool full: `Event::Writable` follows).
+    pub short: u64,
+}
+
+impl<'a, B: PacketBuf, P: BufPool<Buf = B>> TcpSink<'a, B, P> {
+    /// The sink of connection `id`, writing at `now` into buffers from `pool`.
+    pub fn new(tcp: &'a mut Tcp<B>, pool: &'a mut P, id: ConnId, now: Instant) -> Self {
+        Self {
+            tcp,
+            pool,
+            id,
+            now,
+            taken: 0,
+            short: 0,
+        }
+    }
+}
+
+impl<B: PacketBuf, P: BufPool<Buf = B>> Sink for TcpSink<'_, B, P> {
+    fn room(&self) -> usize {
+        self.tcp.writable_bytes(self.id)
+    }
+
+    fn write(&mut self, data: &[u8]) -> usize {
+        if data.is_empty() {
+            return 0;
+        }
+        // An error means the connection is closing or gone: its event follows, and the
+        // engine keeps what it could not write until then.
+        let n = self
+            .tcp
+            .send(self.now, self.id, data, self.pool)
+            .unwrap_or(0);
+        self.taken += n as u64;
+        if n < data.len() {
+            self.short += 1;
+        }
+        n
+    }
+}
+
+/// How a connection ended, for its engine's counters.
+#[derive(Debug, Clone)]
+pub struct ConnEnd {
+    /// The flow as `src:port -> dst:port` (the peer first).
+    pub flow: String,
+    /// weir's port.
+    pub local_port: u16,
+    /// `closed`, `reset`, or `open` when weir stopped first.
+    pub end: &'static str,
+}
+
+/// Counters the engines add as their connections end: named totals, and the sink app's
+/// digests.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    /// Named totals, by name (the JSON's `app` object).
+    pub counters: BTreeMap<&'static str, u64>,
+    /// Per-connection digests (`--app sink --digest`), at most [`MAX_DIGESTS`].
+    pub digests: Vec<DigestRecord>,
+    /// Per-session reports (iperf3's tests), at most [`MAX_REPORTS`].
+    pub reports: Vec<Value>,
+}
+
+impl Tally {
+    /// Adds `n` to the counter `name`.
+    pub fn add(&mut self, name: &'static str, n: u64) {
+        *self.counters.entry(name).or_default() += n;
+    }
+
+    /// Keeps a digest (the oldest ones when there are too many).
+    pub fn digest(&mut self, d: DigestRecord) {
+        if self.digests.len() < MAX_DIGESTS {
+            self.digests.push(d);
+        }
+    }
+
+    /// Keeps a session's report (the oldest ones when there are too many).
+    pub fn report(&mut self, r: Value) {
+        if self.reports.len() < MAX_REPORTS {
+            self.reports.push(r);
+        }
+    }
+}
+
+/// An engine weir-serve runs: an [`App`] with a name and counters.
+pub trait ServeApp: App {
+    /// Adds this connection's counters to `t` as it ends.
+    fn tally(&mut self, server: &mut Self::Server, t: &mut Tally, end: &ConnEnd);
+
+    /// Adds what the server side finished since the last call (iperf3's sessions).
+    fn tally_server(_server: &mut Self::Server, _t: &mut Tally) {}
+}
+
+/// The glue's own counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GlueCounts {
+    /// Connections opened (`Event::Opened`).
+    pub opened: u64,
+    /// Connections that closed cleanly.
+    pub closed: u64,
+    /// Connections reset (by the peer, or by weir after a failure).
+    pub reset: u64,
+    /// Connections still open when weir stopped (reset then).
+    pub open_at_stop: u64,
+    /// Bytes the engines consumed from receive queues.
+    pub bytes_in: u64,
+    /// Bytes the engines wrote into send buffers.
+    pub bytes_out: u64,
+    /// Errors the engines returned (each closes its connection).
+    pub app_errors: u64,
+    /// Writes the send buffer (or the pool) cut short, each followed by `Event::Writable`.
+    pub short_writes: u64,
+    /// Times an engine woke another connection.
+    pub wakes: u64,
+}
+
+/// One connection's engine and where it is in its life.
+struct Conn<A> {
+    id: ConnId,
+    flow: Option<FlowKey>,
+    app: A,
+    /// `Event::PeerClosed` came: the engine hears of it once the queue is drained.
+    fin: bool,
+    /// The engine was told of the peer's FIN.
+    told_fin: bool,
+    /// `Tcp::close` was called.
+    closing: bool,
+    /// On the list of connections with a deadline.
+    timed: bool,
+}
+
+/// Every connection of one core, each with its engine `A`.
+pub struct Glue<A: ServeApp> {
+    server: A::Server,
+    conns: Vec<Option<Conn<A>>>,
+    stage: Box<[u8]>,
+    /// Slots whose engine had a deadline when last pumped.
+    timed: Vec<u32>,
+    nodelay: bool,
+    counts: GlueCounts,
+    tally: Tally,
+}
+
+/// The token an engine knows a connection by: its generation and slot.
+fn token(id: ConnId) -> u64 {
+    (u64::from(id.generation()) << 32) | u64::from(id.index())
+}
+
+impl<A: ServeApp> Glue<A> {
+    /// A core's glue for at most `max_conns` connections (the connection table's size),
+    /// with `TCP_NODELAY` set on each connection when `nodelay`.
+    pub fn new(server: A::Server, max_conns: usize, nodelay: bool) -> Self {
+        Self {
+            server,
+            conns: (0..max_conns).map(|_| None).collect(),
+            stage: vec![0u8; STAGE].into_boxed_slice(),
+            timed: Vec::with_capacity(max_conns),
+            nodelay,
+            counts: GlueCounts::default(),
+            tally: Tally::default(),
+        }
+    }
+
+    /// The glue's counters so far.
+    pub fn counts(&self) -> GlueCounts {
+        self.counts
+    }
+
+    /// The engines' counters so far (connections that ended).
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// The engines' shared state.
+    pub fn server(&mut self) -> &mut A::Server {
+        &mut self.server
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.conns.iter().flatten().count()
+    }
+
+    /// Answers every event TCP has queued, then the connections the engines woke and those
+    /// whose deadline passed. Step 2-3 of the stack's call order: call it after
+    /// `handle_rx_burst` and again after `handle_timeout`.
+    pub fn serve<B: PacketBuf, P: BufPool<Buf = B>>(
+        &mut self,
+        tcp: &mut Tcp<B>,
+        pool: &mut P,
+        now: Instant,
+    ) {
+        while let Some(ev) = tcp.poll_event() {
+            match ev {
+                Event::Opened(id) => self.opened(tcp, pool, now, id),
+                Event::Readable(id) | Event::Writable(id) => self.pump(tcp, pool, now, id),
+                Event::PeerClosed(id) => {
+                    if let Some(c) = self.get(id) {
+                        c.fin = true;
+                    }
+                    self.pump(tcp, pool, now, id);
+                }
+                Event::Closed(id) => self.ended(now, id, "closed"),
+                Event::Reset(id) => self.ended(now, id, "reset"),
+            }
+            self.woken(tcp, pool, now);
+        }
+        self.woken(tcp, pool, now);
+        self.deadlines(tcp, pool, now);
+    }
+
+    /// Resets every connection still open (weir is stopping); their engines end as `open`.
+    pub fn stop<B: PacketBuf>(&mut self, tcp: &mut Tcp<B>, now: Instant) {
+        let open: Vec<ConnId> = self.conns.iter().flatten().map(|c| c.id).collect();
+        for id in open {
+            let _ = tcp.abort(id);
+            self.counts.open_at_stop += 1;
+            self.ended(now, id, "open");
+        }
+    }
+
+    fn get(&mut self, id: ConnId) -> Option<&mut Conn<A>> {
+        match self.conns.get_mut(id.index() as usize) {
+            Some(Some(c)) if c.id == id => Some(c),
+            _ => None,
+        }
+    }
+
+    fn opened<B: PacketBuf, P: BufPool<Buf = B>>(
+        &mut self,
+        tcp: &mut Tcp<B>,
+        pool: &mut P,
+        now: Instant,
+        id: ConnId,
+    ) {
+        let i = id.index() as usize;
+        if i >= self.conns.len() {
+            // The table is sized from the same number: not expected. Refuse rather than grow.
+            let _ = tcp.abort(id);
+            return;
+        }
+        if let Some(old) = self.conns[i].as_ref().map(|c| c.id) {
+            // The slot's previous connection ended without its event reaching us.
+            self.ended(now, old, "reset");
+        }
+        if self.nodelay {
+            let _ = tcp.set_nodelay(id, true);
+        }
+        let app = A::accept(&mut self.server, now, token(id));
+        self.conns[i] = Some(Conn {
+            id,
+            flow: tcp.flow(id),
+            app,
+            fin: false,
+            told_fin: false,
+            closing: false,
+            timed: false,
+        });
+        self.counts.opened += 1;
+        self.pump(tcp, pool, now, id);
+    }
+
+    fn ended(&mut self, now: Instant, id: ConnId, end: &'static str) {
+        let i = id.index() as usize;
+        let Some(slot) = self.conns.get_mut(i) else {
+            return;
+        };
+        if slot.as_ref().is_none_or(|c| c.id != id) {
+            return;
+        }
+        let Some(mut c) = slot.take() else { return };
+        match end {
+            "closed" => self.counts.closed += 1,
+            "reset" => self.counts.reset += 1,
+            _ => {}
+        }
+        c.app.on_closed(&mut self.server, now);
+        let info = ConnEnd {
+            flow: c.flow.map(|f| format!("{f:?}")).unwrap_or_default(),
+            local_port: c.flow.map_or(0, |f| f.dport),
+            end,
+        };
+        c.app.tally(&mut self.server, &mut self.tally, &info);
+        A::tally_server(&mut self.server, &mut self.tally);
+    }
+
+    /// Pumps the connections the engines woke.
+    fn woken<B: PacketBuf, P: BufPool<Buf = B>>(
+        &mut self,
+        tcp: &mut Tcp<B>,
+        pool: &mut P,
+        now: Instant,
+    ) {
+        // Each pump may wake more; the engines' queue of woken tokens is bounded, and
+        // this bound keeps one call finite even if an engine kept waking.
+        let mut budget = 4 * self.conns.len() + 16;
+        while budget > 0 {
+            budget -= 1;
+            let Some(t) = A::take_woken(&mut self.server) else {
+                break;
+            };
+            self.counts.wakes += 1;
+            let slot = (t & 0xffff_ffff) as usize;
+            let Some(Some(c)) = self.conns.get(slot) else {
+                continue;
+            };
+            if token(c.id) == t {
+                let id = c.id;
+                self.pump(tcp, pool, now, id);
+            }
+        }
+    }
+
+    /// Pumps the connections whose engine's deadline has passed.
+    fn deadlines<B: PacketBuf, P: BufPool<Buf = B>>(
+        &mut self,
+        tcp: &mut Tcp<B>,
+        pool: &mut P,
+        now: Instant,
+    ) {
+        let mut k = 0;
+        while k < self.timed.len() {
+            let slot = self.timed[k] as usize;
+            let due = match self.conns.get(slot) {
+                Some(Some(c)) => match c.app.next_deadline(&self.server) {
+                    Some(d) => Some((d <= now).then_some(c.id)),
+                    None => None,
+                },
+                _ => None,
+            };
+            match due {
+                // Still waiting.
+                Some(None) => k += 1,
+                Some(Some(id)) => {
+                    self.pump(tcp, pool, now, id);
+                    k += 1;
+                }
+                // No deadline any more (or the connection is gone): off the list.
+                None => {
+                    if let Some(Some(c)) = self.conns.get_mut(slot) {
+                        c.timed = false;
+                    }
+                    self.timed.swap_remove(k);
+                }
+            }
+        }
+    }
+
+    /// Runs connection `id`'s engine as far as it goes now (see the module docs).
+    pub fn pump<B: PacketBuf, P: BufPool<Buf = B>>(
+        &mut self,
+        tcp: &mut Tcp<B>,
+        pool: &mut P,
+        now: Instant,
+        id: ConnId,
+    ) {
+        let Self {
+            server,
+            conns,
+            stage,
+            timed,
+            counts,
+            ..
+        } = self;
+        let Some(Some(c)) = conns.get_mut(id.index() as usize) else {
+            return;
+        };
+        if c.id != id {
+            return;
+        }
+        let mut sink = TcpSink::new(tcp, pool, id, now);
+        let mut error: Option<AppError> = None;
+        loop {
+            let due = c.app.next_deadline(server).is_some_and(|d| d <= now);
+            if c.app.output_pending(server) || due {
+                if let Err(e) = c.app.poll_output(server, now, &mut sink) {
+                    error.get_or_insert(e);
+                }
+            }
+            let readable = sink.tcp.readable_bytes(id);
+            if readable == 0 {
+                break;
+            }
+            // Copy without consuming (the closure returns 0): what the engine leaves stays
+            // queued.
+            let want = readable.min(STAGE);
+            let mut copied = 0;
+            let _ = sink.tcp.recv(id, |slices| {
+                for s in slices {
+                    let b = s.bytes();
+                    let n = b.len().min(want - copied);
+                    stage[copied..copied + n].copy_from_slice(&b[..n]);
+                    copied += n;
+                    if copied == want {
+                        break;
+                    }
+                }
+                0
+            });
+            if copied == 0 {
+                break;
+            }
+            let used = match c.app.on_data(server, now, &stage[..copied], &mut sink) {
+                Ok(n) => n.min(copied),
+                Err(e) => {
+                    // The engine discards from now on; these bytes are gone with it.
+                    error.get_or_insert(e);
+                    copied
+                }
+            };
+            if used > 0 {
+                let _ = sink.tcp.recv(id, |_| used);
+            }
+            counts.bytes_in += used as u64;
+            if used < copied {
+                break;
+            }
+        }
+        let drained = sink.tcp.readable_bytes(id) == 0;
+        if c.fin && drained && !c.told_fin {
+            c.told_fin = true;
+            c.app.on_peer_closed(server, now);
+            if c.app.output_pending(server) {
+                if let Err(e) = c.app.poll_output(server, now, &mut sink) {
+                    error.get_or_insert(e);
+                }
+            }
+        }
+        counts.bytes_out += sink.taken;
+        counts.short_writes += sink.short;
+        let tcp = sink.tcp;
+        if let Some(e) = error {
+            counts.app_errors += 1;
+            if counts.app_errors <= LOGGED_ERRORS {
+                let flow = c.flow.map(|f| format!("{f:?}")).unwrap_or_default();
+                tracing::warn!("{flow}: {e}; closing the connection");
+            }
+        }
+        if !c.closing && c.app.wants_close(server) && !c.app.output_pending(server) {
+            c.closing = true;
+            // Our FIN after the queued bytes (or a RST if the peer's bytes came after
+            // the engine stopped reading: nothing is left unread here).
+            let _ = tcp.close(now, id);
+        }
+        if !c.timed && c.app.next_deadline(server).is_some() {
+            c.timed = true;
+            timed.push(id.index());
+        }
+    }
+}
