@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use stack::buf::{BufPool, PacketBuf};
 use stack::flow::FlowKey;
-use stack::tcp::{ConnId, Event, Tcp};
+use stack::tcp::{ConnId, Event, State, Tcp};
 use stack::time::Instant;
 
 use super::{App, AppError, Sink};
@@ -268,9 +268,15 @@ impl<A: ServeApp> Glue<A> {
     }
 
     /// Resets every connection still open (weir is stopping); their engines end as `open`.
+    /// A connection in TIME-WAIT has closed on both sides (its `Event::Closed` comes only
+    /// when 2 MSL have passed): it ends as `closed`, with no RST.
     pub fn stop<B: PacketBuf>(&mut self, tcp: &mut Tcp<B>, now: Instant) {
         let open: Vec<ConnId> = self.conns.iter().flatten().map(|c| c.id).collect();
         for id in open {
+            if tcp.info(id).is_some_and(|i| i.state == State::TimeWait) {
+                self.ended(now, id, "closed");
+                continue;
+            }
             let _ = tcp.abort(id);
             self.counts.open_at_stop += 1;
             self.ended(now, id, "open");
