@@ -14,11 +14,12 @@
 # - echo: ECHO_CONNS socat clients at once each send ECHO_MB MiB to --app echo and read it
 #   back; each echo's SHA-256 must equal its input's, weir must have taken and written
 #   every byte; the same through --impair.
-# - iperf3: -c, -R, --bidir and -P 4 (-t 2, -J) against --app iperf3; per direction the
+# - iperf3: -c, -R, --bidir, -P 4 and -R -w 64K (-t 2, -J) against --app iperf3; per direction the
 #   client's byte counts must agree with weir's session report (the server's count is the
 #   client's "received" forward and its "sent" with -R, and weir records the client's
 #   own count of each stream); bits/s printed.
 # - tbench 4 (-t 3) against --app tbench: tbench ends without "lost sync"; MB/s printed.
+# - socat sends SINK_MB MiB to --app sink --digest: weir's digest is the file's SHA-256.
 # - wrk -c 64 (-d 3) against --app http: no socket error, every response a 200 (wrk's
 #   and weir's counts); requests/s printed.
 # - curl fetches a 10 MiB body from --app http: its size and SHA-256 equal the body
@@ -29,7 +30,7 @@
 # About 2 minutes here. Needs root, /dev/net/tun and the clients (scripts/setup.sh);
 # fails (never skips) without them.
 #
-#   scripts/e2e/serve.sh [PART...]     PART: sockperf echo iperf3 tbench http (default: all)
+#   scripts/e2e/serve.sh [PART...]     PART: sockperf echo iperf3 tbench sink http (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/lib/tapns.sh
@@ -39,11 +40,11 @@ cd "$(dirname "$0")/../.."
 
 SERVE=${CARGO_TARGET_DIR:-target}/release/weir-serve
 KERNEL_IP4=198.18.2.1 CLIENT_VETH_IP4=198.18.2.2
-ECHO_CONNS=4 ECHO_MB=8 IMPAIRED_ECHO_MB=2
+ECHO_CONNS=4 ECHO_MB=8 IMPAIRED_ECHO_MB=2 SINK_MB=50
 BODY_LEN=$((10 << 20))
 IMPAIR=loss=1%,reorder=2%,dup=1%
 
-PARTS=${*:-sockperf echo iperf3 tbench http}
+PARTS=${*:-sockperf echo iperf3 tbench sink http}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 tapns_require
@@ -301,8 +302,9 @@ iperf3_checks() {
 # bps FILE KEY: end.KEY.bits_per_second in Mbit/s.
 bps() { jq -r ".end.$2.bits_per_second / 1e6 | floor" "$1"; }
 
-echo "== iperf3 -c, -R, --bidir, -P 4 against --app iperf3, then iperf3 -s"
-IPERF_CASES=("fwd:" "rev:-R" "bidir:--bidir" "fwd:-P 4")
+echo "== iperf3 -c, -R, --bidir, -P 4, -R -w 64K against --app iperf3, then iperf3 -s"
+# The fifth is field report 002's command.
+IPERF_CASES=("fwd:" "rev:-R" "bidir:--bidir" "fwd:-P 4" "rev:-R -w 64K")
 serve_start iperf3 --app iperf3
 for k in "${!IPERF_CASES[@]}"; do
   opts=${IPERF_CASES[$k]#*:}
@@ -349,6 +351,20 @@ wait_listening 7003
 run_client tbench_kernel 60 tbench -t 3 4 "$KERNEL_IP4"
 kernel_stop
 figure "tbench 4" "$(num_after "$work/tbench.out" Throughput)" "$(num_after "$work/tbench_kernel.out" Throughput)" "MB/s"
+fi
+
+# ---- sink ----------------------------------------------------------------------------
+if part sink; then
+echo "== socat sends SINK_MB MiB to --app sink --digest" | sed "s/SINK_MB/$SINK_MB/"
+serve_start sink --app sink --digest
+head -c $((SINK_MB << 20)) /dev/urandom >"$work/sink.in"
+run_client sink_socat 60 socat -u "OPEN:$work/sink.in,rdonly" "TCP4:$WEIR_IP4:5001"
+wait_senders_done 30
+serve_stop sink
+check "sink: weir's digest of the connection is the file's SHA-256" \
+  eq "$(j sink '[.digests[] | select(.end == "closed") | .sha256] | first // "none"')" "$(sha "$work/sink.in")"
+check "sink: weir consumed every byte" eq "$(j sink .serve.bytes_in)" $((SINK_MB << 20))
+rm -f "$work/sink.in"
 fi
 
 # ---- HTTP -----------------------------------------------------------------------------
