@@ -788,6 +788,47 @@ mod tests {
         assert_eq!((t["requests"], t["responses_200"]), (4, 2));
     }
 
+    /// Random bytes, then the client's FIN, to a fresh server of `A`: nothing panics and the
+    /// connection ends (the server's FIN after the peer's, or its close after an engine
+    /// error, with a RST if the client's bytes still arrive), else `run_until` fails.
+    fn random_input_then_fin<A: ServeApp>(server: A::Server, seed: u64) -> GlueCounts {
+        let mut x = seed;
+        let data: Vec<u8> = (0..64 * 1024)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let client = Client {
+            to_send: data,
+            shutdown_after: true,
+            ..Client::default()
+        };
+        let mut p = Pair::<A>::new(server, 16_384, client);
+        p.run_until(|p| p.c.peer_closed || p.c.ended.is_some());
+        p.run_until(|p| p.glue.open() == 0 || p.c.ended.is_some());
+        let now = p.now;
+        p.glue.stop(p.server.tcp(), now);
+        p.glue.counts()
+    }
+
+    #[test]
+    fn random_input_never_panics_and_every_engine_closes() {
+        use crate::serve::{discard, iperf3, sockperf, tbench};
+        for seed in [1u64, 0x9E37_79B9_7F4A_7C15, 42] {
+            let c = random_input_then_fin::<Echo>((), seed);
+            assert_eq!((c.bytes_in, c.bytes_out), (65536, 65536));
+            random_input_then_fin::<Http>(http::Config::default(), seed);
+            random_input_then_fin::<sockperf::Sockperf>(sockperf::Config::default(), seed);
+            random_input_then_fin::<tbench::Tbench>((), seed);
+            random_input_then_fin::<iperf3::Iperf3>(iperf3::Server::default(), seed);
+            let c = random_input_then_fin::<discard::Discard>(discard::Config::default(), seed);
+            assert_eq!((c.bytes_in, c.bytes_out), (65536, 0));
+        }
+    }
+
     #[test]
     fn stop_resets_an_open_connection_and_ends_its_engine() {
         let client = Client {
