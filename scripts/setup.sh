@@ -5,13 +5,14 @@
 #   (the kernel-side TCP senders), jq (reading weir's JSON stats), iputils-ping, tshark
 #   (reading weir-sink's --pcap captures in the tests), curl (scraping --metrics), and the
 #   real clients weir-serve's engines are tested against: iperf3, sockperf, dbench (tbench),
-#   wrk (and curl).
+#   wrk (and curl), and python3 (the kernel's echo and HTTP servers beside weir-serve's in
+#   scripts/e2e/serve.sh).
 # Idempotent: when every package is already installed it touches nothing (and needs no
 # root); otherwise it must run as root and does `apt-get update` then `apt-get install`.
 # It also checks that Rust (cargo, rustc >= 1.85) is installed.
 set -euo pipefail
 
-PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl ethtool iperf3 sockperf dbench wrk)
+PACKAGES=(libdpdk-dev pkg-config clang libclang-dev iproute2 iperf socat jq iputils-ping tshark curl ethtool iperf3 sockperf dbench wrk python3)
 MIN_RUST=1.85
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }

@@ -415,10 +415,10 @@ mod program_tests {
         .expect("valid");
         let a = <crate::sink::SinkArgs as clap::Parser>::try_parse_from(v).expect("parses");
         assert_eq!(a.ports, vec![5001, 5002]);
-        assert_eq!(a.gro_flush_ns, 7);
+        assert_eq!(a.stack.gro_flush_ns, 7);
         assert!(a.quiet);
         assert_eq!(a.pcap_snaplen, 128);
-        assert_eq!(a.ack_policy.to_string(), "every:2");
+        assert_eq!(a.stack.ack_policy.to_string(), "every:2");
         let f = TempToml::new("gro_flush = 1\n");
         let e = apply(argv(&f, &[]), &crate::sink::SinkArgs::command()).expect_err("unknown");
         assert!(e.to_string().contains("unknown key 'gro_flush'"), "{e}");

@@ -1,9 +1,9 @@
 //! weir's command-line programs, one module per program: [`sink`] (`weir-sink`, the
-//! receiver), [`gen`] (`weir-gen`), [`bench`](mod@bench) (`weir-bench`) and [`lab`] (`weir-lab`). The
-//! other modules are what they share: the command line and the EAL's ([`eal_args`],
-//! [`config`], [`logs`]), capture, metrics and reports, loop timing ([`busy`]) and progress
-//! bars; [`net`] is the DPDK set-up of the examples (apps/examples/) built on the stack's
-//! API. [`serve`] holds weir-serve's application protocols, sans-IO.
+//! receiver), [`serve`] (`weir-serve`), [`gen`] (`weir-gen`), [`bench`](mod@bench)
+//! (`weir-bench`) and [`lab`] (`weir-lab`). The other modules are what they share: the
+//! command line and the EAL's ([`eal_args`], [`config`], [`logs`]), capture, metrics and
+//! reports, loop timing ([`busy`]) and progress bars; [`net`] is the DPDK set-up of the
+//! programs and examples (apps/examples/) built on the stack's API.
 
 pub mod bench;
 pub mod busy;

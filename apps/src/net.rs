@@ -69,6 +69,70 @@ fn parse_impair(s: &str) -> std::result::Result<(ImpairConfig, Option<u64>), Str
     ImpairConfig::parse(s)
 }
 
+/// `on` or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// The receive side's settings every program that runs the pipeline takes (weir-sink and
+/// weir-serve flatten them into their own options): GRO and the ACK policy.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StackArgs {
+    /// GRO flush timeout: the longest a segment is held, in nanoseconds (0 = flush at the
+    /// end of every burst, as NAPI without gro_flush_timeout).
+    #[arg(long, value_name = "NS", default_value_t = 20_000)]
+    pub gro_flush_ns: u64,
+    /// While the receive queue is backlogged (a burst comes back full), hold GRO runs up
+    /// to this long instead of --gro-flush-ns, as Linux does while NAPI polls use their
+    /// whole budget (one jiffy: 1000000 at HZ=1000). Frames waiting in the queue are
+    /// delayed anyway; longer runs make each segment cheaper, so the receiver catches up.
+    /// 0 (the default) keeps --gro-flush-ns the longest hold.
+    #[arg(long, value_name = "NS", default_value_t = 0)]
+    pub gro_busy_hold_ns: u64,
+    /// Hand every segment to TCP as it arrives (no coalescing).
+    #[arg(long)]
+    pub no_gro: bool,
+    /// GRO runs held at once per core; the oldest is flushed when full.
+    #[arg(long, value_name = "N", default_value_t = 4096,
+          value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    pub max_flows: u64,
+    /// ACK policy: linux, rfc5681, every:N, delay:NS.
+    #[arg(long, value_name = "POLICY", default_value = "linux", value_parser = parse_policy)]
+    pub ack_policy: AckPolicy,
+    /// Immediate ACK when an exactly-1-MSS PSH segment is consumed (Linux 4720852ed9af);
+    /// default: on for linux, off for the other presets.
+    #[arg(long, value_name = "on|off")]
+    pub quickack_psh_mss: Option<OnOff>,
+}
+
+fn parse_policy(s: &str) -> std::result::Result<AckPolicy, String> {
+    s.parse::<AckPolicy>().map_err(|e| e.to_string())
+}
+
+impl StackArgs {
+    /// The ACK policy with the `--quickack-psh-mss` switch applied.
+    pub fn policy(&self) -> AckPolicy {
+        match self.quickack_psh_mss {
+            Some(s) => self.ack_policy.with_quickack_psh_mss(s == OnOff::On),
+            None => self.ack_policy,
+        }
+    }
+
+    /// GRO's configuration (`None` with `--no-gro`).
+    pub fn gro(&self) -> Option<GroConfig> {
+        (!self.no_gro).then(|| GroConfig {
+            flush_ns: Duration::from_nanos(self.gro_flush_ns),
+            busy_hold_ns: Duration::from_nanos(self.gro_busy_hold_ns),
+            max_flows: self.max_flows as usize,
+            ..GroConfig::default()
+        })
+    }
+}
+
 /// Parses `argv` in DPDK's usual form (`PROG [EAL options] -- [options]`, or the
 /// program's options alone for the embedded default) into `A`, printing a one-line error
 /// (exit status 2) or the help. Returns the options and the EAL arguments, if given.

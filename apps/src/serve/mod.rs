@@ -1,5 +1,6 @@
-//! weir-serve's application protocols: echo, sockperf, iperf3, tbench and HTTP/1.1, each a
-//! sans-IO state machine per connection behind one trait, [`App`].
+//! weir-serve's application protocols: echo, sockperf, iperf3, tbench, HTTP/1.1 and
+//! weir-sink's discard, each a sans-IO state machine per connection behind one trait,
+//! [`App`]; [`glue`] drives them on weir's TCP and [`run`] is the `weir-serve` program.
 //!
 //! Read first: the [`App`] call order below, then one engine ([`echo`] is the smallest). Each
 //! engine's header names the client source its facts come from.
@@ -23,9 +24,13 @@
 //! stay in the TCP receive queue and the window closes, so a peer that never reads cannot
 //! make the server grow.
 
+mod counters;
+pub mod discard;
 pub mod echo;
+pub mod glue;
 pub mod http;
 pub mod iperf3;
+pub mod run;
 pub mod sockperf;
 pub mod tbench;
 

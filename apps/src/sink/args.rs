@@ -5,19 +5,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use serde_json::json;
-use stack::ack::AckPolicy;
 use stack::impair::ImpairConfig;
 
-/// `on` or `off`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    /// Enabled.
-    On,
-    /// Disabled.
-    Off,
-}
+use crate::net::StackArgs;
 
 /// weir-sink's own options (after `--` when EAL options are given).
 #[derive(Parser, Debug, Clone)]
@@ -41,35 +33,13 @@ pub struct SinkArgs {
     /// RX/TX queues, one lcore each (RSS spreads flows when the device has it).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub queues: u16,
-    /// GRO flush timeout: the longest a segment is held, in nanoseconds (0 = flush at the
-    /// end of every burst, as NAPI without gro_flush_timeout).
-    #[arg(long, value_name = "NS", default_value_t = 20_000)]
-    pub gro_flush_ns: u64,
-    /// While the receive queue is backlogged (a burst comes back full), hold GRO runs up
-    /// to this long instead of --gro-flush-ns, as Linux does while NAPI polls use their
-    /// whole budget (one jiffy: 1000000 at HZ=1000). Frames waiting in the queue are
-    /// delayed anyway; longer runs make each segment cheaper, so the receiver catches up.
-    /// 0 (the default) keeps --gro-flush-ns the longest hold.
-    #[arg(long, value_name = "NS", default_value_t = 0)]
-    pub gro_busy_hold_ns: u64,
-    /// Hand every segment to TCP as it arrives (no coalescing).
-    #[arg(long)]
-    pub no_gro: bool,
-    /// GRO runs held at once per core; the oldest is flushed when full.
-    #[arg(long, value_name = "N", default_value_t = 4096,
-          value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
-    pub max_flows: u64,
+    /// GRO and ACK settings.
+    #[command(flatten)]
+    pub stack: StackArgs,
     /// Connections per core; more are refused with a RST.
     #[arg(long, value_name = "N", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub max_conns: u64,
-    /// ACK policy: linux, rfc5681, every:N, delay:NS.
-    #[arg(long, value_name = "POLICY", default_value = "linux", value_parser = parse_policy)]
-    pub ack_policy: AckPolicy,
-    /// Immediate ACK when an exactly-1-MSS PSH segment is consumed (Linux 4720852ed9af);
-    /// default: on for linux, off for the other presets.
-    #[arg(long, value_name = "on|off")]
-    pub quickack_psh_mss: Option<OnOff>,
     /// Receive buffer per connection in bytes (the window's upper bound).
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20,
           value_parser = clap::value_parser!(u32).range(16_384..=1_073_741_824))]
@@ -139,10 +109,6 @@ fn parse_impair(s: &str) -> std::result::Result<(ImpairConfig, Option<u64>), Str
     ImpairConfig::parse(s)
 }
 
-fn parse_policy(s: &str) -> std::result::Result<AckPolicy, String> {
-    s.parse::<AckPolicy>().map_err(|e| e.to_string())
-}
-
 impl SinkArgs {
     /// Checks what clap cannot: one address per family, a positive finite duration.
     pub fn validate(&self) -> Result<()> {
@@ -172,26 +138,18 @@ impl SinkArgs {
         Ok(())
     }
 
-    /// The ACK policy with the `--quickack-psh-mss` switch applied.
-    pub fn policy(&self) -> AckPolicy {
-        match self.quickack_psh_mss {
-            Some(s) => self.ack_policy.with_quickack_psh_mss(s == OnOff::On),
-            None => self.ack_policy,
-        }
-    }
-
     /// The settings the final JSON records (`settings` in `--stats-json`).
     pub(crate) fn settings_json(&self) -> serde_json::Value {
         json!({
             "ip": self.ip.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
             "ports": self.ports,
             "queues": self.queues,
-            "gro": !self.no_gro,
-            "gro_flush_ns": self.gro_flush_ns,
-            "gro_busy_hold_ns": self.gro_busy_hold_ns,
-            "max_flows": self.max_flows,
+            "gro": !self.stack.no_gro,
+            "gro_flush_ns": self.stack.gro_flush_ns,
+            "gro_busy_hold_ns": self.stack.gro_busy_hold_ns,
+            "max_flows": self.stack.max_flows,
             "max_conns": self.max_conns,
-            "ack_policy": self.policy().to_string(),
+            "ack_policy": self.stack.policy().to_string(),
             "rcvbuf": self.rcvbuf,
             "digest": self.digest,
             "drop": self.drop,

@@ -31,15 +31,15 @@ use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
 use stack::gro::GroConfig;
 use stack::pipeline::PipelineConfig;
 use stack::tcp::TcpConfig;
-use stack::time::Duration;
 use stack::wire::LocalAddrs;
 
 pub(crate) use self::app::hex;
-pub use self::args::{OnOff, SinkArgs};
+pub use self::args::SinkArgs;
 use self::core_loop::{run_core, CoreCtx, CoreResult, Stack};
 use self::printer::{Printer, PrinterCfg};
 use crate::bench::loops::DropRx;
 use crate::eal_args;
+pub use crate::net::{OnOff, StackArgs};
 
 /// Entry point: parses the command line, runs, and maps errors to one line and an exit
 /// code (2 for usage errors, 1 for run-time errors).
@@ -115,15 +115,10 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             _ => None,
         }),
     );
-    let policy = args.policy();
+    let policy = args.stack.policy();
     let cfg = PipelineConfig {
         local,
-        gro: (!args.no_gro).then(|| GroConfig {
-            flush_ns: Duration::from_nanos(args.gro_flush_ns),
-            busy_hold_ns: Duration::from_nanos(args.gro_busy_hold_ns),
-            max_flows: args.max_flows as usize,
-            ..GroConfig::default()
-        }),
+        gro: args.stack.gro(),
         tcp: TcpConfig {
             max_conns: args.max_conns as usize,
             rcv_buf: args.rcvbuf,
@@ -299,13 +294,13 @@ fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 
         rx_ipv4_cksum = off.rx_ipv4_cksum(),
         rx_tcp_cksum = off.rx_tcp_cksum(),
         tx_csum_offload = tx_csum,
-        gro = !args.no_gro,
-        gro_flush_ns = args.gro_flush_ns,
-        gro_max_flows = args.max_flows,
+        gro = !args.stack.no_gro,
+        gro_flush_ns = args.stack.gro_flush_ns,
+        gro_max_flows = args.stack.max_flows,
         gro_max_segs = gro.max_segs,
         gro_max_bytes = gro.max_bytes,
-        ack_policy = %args.policy(),
-        quickack_psh_mss = ?args.quickack_psh_mss,
+        ack_policy = %args.stack.policy(),
+        quickack_psh_mss = ?args.stack.quickack_psh_mss,
         max_conns = args.max_conns,
         rcvbuf = args.rcvbuf,
         mbufs = args.mbufs,
