@@ -31,6 +31,11 @@ pub struct AckTemplate {
     v6: bool,
     /// Unfolded pseudo-header sum without the TCP length.
     pseudo: u64,
+    /// Sums of the template's IPv4 header and TCP header bytes as they stand (lengths,
+    /// sequence numbers, flags, window, timestamps and checksums zero): a frame built from
+    /// it adds only the fields it patched (RFC 1071 §2, RFC 1624's incremental update).
+    ip_fixed: u64,
+    tcp_fixed: u64,
 }
 
 /// The per-segment fields patched into a template.
@@ -91,6 +96,12 @@ impl AckTemplate {
             h[len..len + 4].copy_from_slice(&NOP_NOP_TS);
             len += 12;
         }
+        let ip_fixed = if flow.v6 {
+            0
+        } else {
+            checksum::add(0, &h[l2..t])
+        };
+        let tcp_fixed = checksum::add(0, &h[t..len]);
         AckTemplate {
             hdr: h,
             l2_len: l2 as u8,
@@ -99,6 +110,8 @@ impl AckTemplate {
             ts,
             v6: flow.v6,
             pseudo,
+            ip_fixed,
+            tcp_fixed,
         }
     }
 
@@ -257,17 +270,29 @@ impl AckTemplate {
             });
         }
         if !done {
+            // From the template's sums and the fields just patched, not by reading back
+            // the header (which would wait for its stores): the payload is summed
+            // already, so this is all a segment's checksums cost.
+            let words = |x: u32| u64::from(x >> 16) + u64::from(x & 0xffff);
             let d = &mut buf.data_mut()[..hdrs];
             if !self.v6 {
-                d[l2 + 10] = 0;
-                d[l2 + 11] = 0;
-                let c = checksum::checksum(&d[l2..t]);
+                let c = !checksum::fold(self.ip_fixed + (total - l2) as u64);
                 d[l2 + 10..l2 + 12].copy_from_slice(&c.to_be_bytes());
             }
-            d[t + 16] = 0;
-            d[t + 17] = 0;
-            let sum =
-                checksum::add(self.pseudo + tcp_len as u64, &d[t..hdrs]) + u64::from(payload_sum);
+            let mut sum = self.pseudo
+                + tcp_len as u64
+                + self.tcp_fixed
+                + words(f.seq.get())
+                + words(f.ack.get())
+                + u64::from(u16::from_be_bytes([d[t + 12], d[t + 13]]))
+                + u64::from(f.window)
+                + u64::from(payload_sum);
+            if self.ts {
+                sum += words(f.ts.tsval) + words(f.ts.tsecr);
+            }
+            if !extra.is_empty() {
+                sum = checksum::add(sum, extra);
+            }
             let c = !checksum::fold(sum);
             d[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
         }

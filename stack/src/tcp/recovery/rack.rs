@@ -211,11 +211,21 @@ impl Rack {
             return r;
         };
         let mut latest: Option<Instant> = None;
+        let originals = q.never_retransmitted_above();
         for idx in 0..q.len() {
             let Some(&s) = q.get(idx) else {
                 break;
             };
-            if !s.in_flight() || !sent_after(rack_ts, self.end_seq, s.last_tx(), s.end()) {
+            if !s.in_flight() {
+                continue;
+            }
+            if !sent_after(rack_ts, self.end_seq, s.last_tx(), s.end()) {
+                // Beyond every retransmission the queue is in send-time order: nothing
+                // after this one was sent before RACK.xmit_ts either (Linux
+                // `tcp_rack_detect_loss` breaks here on its time-sorted list).
+                if s.end() > originals {
+                    break;
+                }
                 continue;
             }
             let deadline = s.last_tx() + self.rtt + reo_wnd;

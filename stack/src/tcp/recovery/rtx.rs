@@ -247,6 +247,9 @@ pub struct RtxQueue {
     sacked_segs: usize,
     lost_segs: usize,
     in_flight: usize,
+    /// Every segment ending above this was never retransmitted: from there on the queue
+    /// is in send-time order as well as sequence order (new data leaves in sequence).
+    rtx_hi: SeqNumber,
 }
 
 impl RtxQueue {
@@ -263,6 +266,7 @@ impl RtxQueue {
             sacked_segs: 0,
             lost_segs: 0,
             in_flight: 0,
+            rtx_hi: start,
         }
     }
 
@@ -276,6 +280,14 @@ impl RtxQueue {
         self.sacked_segs = 0;
         self.lost_segs = 0;
         self.in_flight = 0;
+        self.rtx_hi = start;
+    }
+
+    /// Every segment that ends above this was never retransmitted, so from there on the
+    /// queue is in send-time order (what lets RACK stop early, as Linux's walk of its
+    /// time-sorted `tsorted_sent_queue` does).
+    pub fn never_retransmitted_above(&self) -> SeqNumber {
+        self.rtx_hi
     }
 
     /// The most segments it holds.
@@ -472,6 +484,9 @@ impl RtxQueue {
         let seg = &mut self.segs[idx];
         seg.last_tx = now;
         seg.retransmits = seg.retransmits.saturating_add(1);
+        if seg.end() > self.rtx_hi {
+            self.rtx_hi = seg.end();
+        }
         self.set_state(idx, s.state.with(SegState::RETRANSMITTED));
         Ok(())
     }
