@@ -737,12 +737,11 @@ impl<B: PacketBuf> Gen<B> {
             }
             let i = self.ramping[self.ramp_next];
             let f = self.flows[i as usize];
-            let info = f.id.and_then(|id| self.tcp_of(i).info(id));
-            let done = match (&info, f.phase) {
-                (Some(c), Phase::Open) => {
-                    let cwnd = u64::from(c.cwnd);
-                    cwnd >= u64::from(c.snd_wnd).min(max_cwnd)
-                        || (c.snd_unsent == 0 && f.written >= f.burst_end)
+            let w = f.id.and_then(|id| self.tcp_of(i).send_windows(id));
+            let done = match (w, f.phase) {
+                (Some((cwnd, wnd, unsent)), Phase::Open) => {
+                    u64::from(cwnd) >= u64::from(wnd).min(max_cwnd)
+                        || (unsent == 0 && f.written >= f.burst_end)
                 }
                 _ => true,
             };

@@ -147,9 +147,8 @@ impl AckTemplate {
     /// written by `fill` into the slice it is given. `fill` returns flags to add to
     /// `f.flags` (PSH when the payload ends a write), or `None` if it could not fill it:
     /// the buffer is dropped and `None` returned. The payload is copied into the frame;
-    /// a buffer type that can chain segments by reference (an mbuf chain with
-    /// `RTE_ETH_TX_OFFLOAD_MULTI_SEGS`) would instead attach the send queue's buffers
-    /// after the header here (docs/decisions/send-path.md), once [`PacketBuf`] can say so.
+    /// a pool that can put it in place itself (stamped, or chained by reference) is used
+    /// through [`AckTemplate::build_prefilled`] instead (docs/decisions/send-path.md).
     #[inline]
     pub fn build_with_payload<P: BufPool>(
         &self,

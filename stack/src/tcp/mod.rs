@@ -404,6 +404,13 @@ impl<B: PacketBuf> Tcp<B> {
             .map_or(0, |c| c.snd.room_within(budget) as usize)
     }
 
+    /// The send side's windows in bytes, `(cwnd, SND.WND, unsent)`, without building a
+    /// whole [`ConnInfo`]: for an application that watches its ramp (weir-gen's time to
+    /// full rate) on every iteration. `None` for an unknown connection.
+    pub fn send_windows(&self, id: ConnId) -> Option<(u32, u32, u32)> {
+        self.conn(id).map(|c| (c.snd.cwnd, c.snd.wnd, c.snd.unsent()))
+    }
+
     /// Buffers all send queues of this core hold (what
     /// [`TcpConfig::snd_core_slices`] bounds).
     pub fn snd_buffers_held(&self) -> usize {

@@ -534,7 +534,7 @@ mod tests {
         let mut r = sent(LossDetection::Rack, 2);
         r.on_rtt_sample();
         let pto = r.pto_deadline(t(1), Some(ms(30)), Some(t(500)));
-        assert_eq!(pto, Some(t(61)));
+        assert_eq!(pto, Some(t(63)), "2·SRTT + PTO_MIN_SLACK");
         assert_eq!(
             r.on_pto(false),
             Probe::Retransmit {
