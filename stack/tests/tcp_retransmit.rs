@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use stack::ack::AckPolicy;
 use stack::seq::SeqNumber;
-use stack::tcp::recovery::rack::PTO_MIN_SLACK;
+use stack::tcp::recovery::PTO_MIN_SLACK;
 use stack::tcp::{ConnId, ConnectOpts, DropReason, Event, SackLossDetection, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::{SackBlock, TcpFlags, TcpMeta};

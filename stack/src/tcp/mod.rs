@@ -408,7 +408,8 @@ impl<B: PacketBuf> Tcp<B> {
     /// whole [`ConnInfo`]: for an application that watches its ramp (weir-gen's time to
     /// full rate) on every iteration. `None` for an unknown connection.
     pub fn send_windows(&self, id: ConnId) -> Option<(u32, u32, u32)> {
-        self.conn(id).map(|c| (c.snd.cwnd, c.snd.wnd, c.snd.unsent()))
+        self.conn(id)
+            .map(|c| (c.snd.cwnd, c.snd.wnd, c.snd.unsent()))
     }
 
     /// Buffers all send queues of this core hold (what

@@ -62,8 +62,8 @@ mod scoreboard;
 
 pub use newreno::{AckFacts, NewReno, NewRenoEvent};
 pub use rack::{
-    Probe, ProbeSkipped, Rack, RackLoss, Tlp, TlpAck, MAX_REO_WND_MULT, PTO_WITHOUT_SRTT,
-    REO_WND_PERSIST, WC_DEL_ACK_T,
+    Probe, ProbeSkipped, Rack, RackLoss, Tlp, TlpAck, MAX_REO_WND_MULT, PTO_MIN_SLACK,
+    PTO_WITHOUT_SRTT, REO_WND_PERSIST, WC_DEL_ACK_T,
 };
 pub use rtx::{
     AckRefused, Acked, RtxQueue, RtxRefused, SegState, SendRefused, SentSeg, SplitRefused,
