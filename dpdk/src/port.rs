@@ -96,6 +96,88 @@ pub struct DeviceInfo {
     pub flow_type_rss_offloads: u64,
 }
 
+/// The RSS hash types weir asks for when a port has more than one RX queue: IP addresses
+/// and TCP ports, so that both directions' frames of one connection pick one queue.
+pub const RSS_HASH_TYPES: u64 = c::RTE_ETH_RSS_IP | c::RTE_ETH_RSS_TCP;
+
+/// How a port's RX queues share the flows, decided from the device's capabilities
+/// ([`QueueSpread::decide`]) when the port is configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueSpread {
+    /// One RX queue: every flow is on it.
+    Single,
+    /// The device's RSS picks each flow's queue, hashing these `RTE_ETH_RSS_*` types.
+    Rss(u64),
+    /// More than one RX queue, but the device hashes none of [`RSS_HASH_TYPES`]: the port
+    /// is configured without RSS (`RTE_ETH_MQ_RX_NONE`) and the driver alone decides
+    /// which queue a frame reaches ([`no_rss_outcome`] says what it does).
+    NoRss,
+}
+
+impl QueueSpread {
+    /// The spread of `rx_queues` queues on a device whose `rte_eth_dev_info` reports
+    /// `flow_type_rss_offloads`.
+    pub fn decide(rx_queues: u16, flow_type_rss_offloads: u64) -> QueueSpread {
+        if rx_queues <= 1 {
+            return QueueSpread::Single;
+        }
+        match RSS_HASH_TYPES & flow_type_rss_offloads {
+            0 => QueueSpread::NoRss,
+            hf => QueueSpread::Rss(hf),
+        }
+    }
+
+    /// The `rss_hf` to configure (0: no RSS).
+    pub fn rss_hf(self) -> u64 {
+        match self {
+            QueueSpread::Rss(hf) => hf,
+            QueueSpread::Single | QueueSpread::NoRss => 0,
+        }
+    }
+}
+
+/// What the PMD `driver` does with the frames of a port that has several RX queues and
+/// no RSS, as DPDK 22.11's drivers are written.
+pub fn no_rss_outcome(driver: &str) -> &'static str {
+    match driver {
+        // drivers/net/af_packet/rte_eth_af_packet.c: one AF_PACKET socket per queue, all
+        // in one PACKET_FANOUT group with PACKET_FANOUT_HASH | FLAG_ROLLOVER.
+        "net_af_packet" => {
+            "the kernel's packet fanout hashes each flow to a queue, and moves frames to \
+             another queue whenever one socket's ring is full (PACKET_FANOUT_FLAG_ROLLOVER), \
+             so under load a flow's frames can reach a core that does not hold its connection"
+        }
+        // drivers/net/af_xdp: queue q is bound to the interface's queue start_queue + q.
+        "net_af_xdp" => {
+            "each queue receives what the kernel driver's own RSS (set with ethtool -X) puts \
+             on the interface queue it is bound to"
+        }
+        // drivers/net/ring, drivers/net/memif: one ring per queue, filled by the peer.
+        "net_ring" | "net_memif" => "the peer chooses the queue of every frame it enqueues",
+        _ => {
+            "a NIC puts every frame on queue 0, so one core receives every flow and the \
+             other queues stay idle"
+        }
+    }
+}
+
+/// The warning to show when `port` (driver `driver`) is configured as `spread` with
+/// `rx_queues` queues: `None` unless it has several queues and no RSS.
+pub fn queue_spread_warning(
+    port: u16,
+    driver: &str,
+    rx_queues: u16,
+    spread: QueueSpread,
+) -> Option<String> {
+    (spread == QueueSpread::NoRss).then(|| {
+        format!(
+            "port {port} ({driver}) has no RSS on IP addresses and TCP ports, yet {rx_queues} \
+             queues were asked for: {}; use one queue on this port, or a port with RSS",
+            no_rss_outcome(driver)
+        )
+    })
+}
+
 /// The offloads and RSS hash types a configured port actually uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offloads {
@@ -189,6 +271,20 @@ pub struct Port {
     cfg: PortConfig,
     offloads: Offloads,
     tx_csum: TxCsumCaps,
+    driver_name: String,
+    spread: QueueSpread,
+}
+
+/// The PMD's name from a raw `rte_eth_dev_info`.
+fn driver_name(raw: &dpdk_sys::rte_eth_dev_info) -> String {
+    if raw.driver_name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: driver_name points to the PMD's static NUL-terminated name.
+        unsafe { std::ffi::CStr::from_ptr(raw.driver_name) }
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// Fails with [`Error::NoSuchPort`] unless `port` exists.
@@ -208,16 +304,8 @@ impl Port {
     /// What device `port` reports; [`Error::NoSuchPort`] if it does not exist.
     pub fn info(eal: &Eal, port: u16) -> Result<DeviceInfo> {
         let raw = raw_info(eal, port)?;
-        let driver_name = if raw.driver_name.is_null() {
-            String::new()
-        } else {
-            // SAFETY: driver_name points to the PMD's static NUL-terminated name.
-            unsafe { std::ffi::CStr::from_ptr(raw.driver_name) }
-                .to_string_lossy()
-                .into_owned()
-        };
         Ok(DeviceInfo {
-            driver_name,
+            driver_name: driver_name(&raw),
             max_rx_queues: raw.max_rx_queues,
             max_tx_queues: raw.max_tx_queues,
             rx_offload_capa: raw.rx_offload_capa,
@@ -259,10 +347,8 @@ impl Port {
         if cfg.multi_seg_tx {
             offloads.tx |= c::RTE_ETH_TX_OFFLOAD_MULTI_SEGS & info.tx_offload_capa;
         }
-        if cfg.rx_queues > 1 {
-            offloads.rss_hf =
-                (c::RTE_ETH_RSS_IP | c::RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
-        }
+        let spread = QueueSpread::decide(cfg.rx_queues, info.flow_type_rss_offloads);
+        offloads.rss_hf = spread.rss_hf();
 
         let mut conf = dpdk_sys::rte_eth_conf::default();
         conf.rxmode.offloads = offloads.rx;
@@ -320,6 +406,8 @@ impl Port {
             cfg: cfg.clone(),
             tx_csum: TxCsumCaps::from_offloads(&offloads),
             offloads,
+            driver_name: driver_name(&info),
+            spread,
         })
     }
 
@@ -355,6 +443,27 @@ impl Port {
     /// The configuration it was set up with.
     pub fn config(&self) -> &PortConfig {
         &self.cfg
+    }
+
+    /// The PMD's name, e.g. `"net_tap"`.
+    pub fn driver_name(&self) -> &str {
+        &self.driver_name
+    }
+
+    /// How its RX queues share the flows.
+    pub fn queue_spread(&self) -> QueueSpread {
+        self.spread
+    }
+
+    /// The warning to show at start-up when the port has several RX queues and no RSS
+    /// ([`queue_spread_warning`]); `None` otherwise.
+    pub fn queue_spread_warning(&self) -> Option<String> {
+        queue_spread_warning(
+            self.id(),
+            &self.driver_name,
+            self.cfg.rx_queues,
+            self.spread,
+        )
     }
 
     /// Starts the port (and enables promiscuous mode if configured).
@@ -658,6 +767,47 @@ mod tests {
             ..Offloads::default()
         };
         assert!(TxCsumCaps::from_offloads(&both).ipv4_tcp());
+    }
+
+    #[test]
+    fn queue_spread_follows_the_rss_capabilities() {
+        // One queue: no RSS asked for, whatever the device has.
+        assert_eq!(QueueSpread::decide(1, u64::MAX), QueueSpread::Single);
+        assert_eq!(QueueSpread::decide(1, 0), QueueSpread::Single);
+        // Several queues: weir's hash types that the device has, and no more.
+        assert_eq!(
+            QueueSpread::decide(4, u64::MAX),
+            QueueSpread::Rss(RSS_HASH_TYPES)
+        );
+        // (1 << 5: RTE_ETH_RSS_NONFRAG_IPV4_UDP, which weir does not ask for.)
+        assert_eq!(
+            QueueSpread::decide(2, c::RTE_ETH_RSS_TCP | 1 << 5),
+            QueueSpread::Rss(c::RTE_ETH_RSS_TCP)
+        );
+        assert_eq!(QueueSpread::decide(2, 1 << 5), QueueSpread::NoRss);
+        // A device reporting none of them (af_packet: 0) gets no RSS.
+        assert_eq!(QueueSpread::decide(2, 0), QueueSpread::NoRss);
+        assert_eq!(QueueSpread::decide(2, 0).rss_hf(), 0);
+        assert_eq!(QueueSpread::decide(1, u64::MAX).rss_hf(), 0);
+    }
+
+    #[test]
+    fn the_warning_names_the_port_and_what_its_driver_does() {
+        assert_eq!(
+            queue_spread_warning(0, "net_tap", 1, QueueSpread::Single),
+            None
+        );
+        assert_eq!(
+            queue_spread_warning(0, "net_ixgbe", 2, QueueSpread::Rss(RSS_HASH_TYPES)),
+            None
+        );
+        let w = queue_spread_warning(3, "net_af_packet", 2, QueueSpread::NoRss)
+            .expect("several queues without RSS warn");
+        assert!(w.starts_with("port 3 (net_af_packet) has no RSS"), "{w}");
+        assert!(w.contains("2 queues") && w.contains("fanout"), "{w}");
+        let w = queue_spread_warning(0, "net_e1000_igb", 4, QueueSpread::NoRss)
+            .expect("several queues without RSS warn");
+        assert!(w.contains("every frame on queue 0"), "{w}");
     }
 
     #[test]

@@ -102,6 +102,9 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
     .with_context(|| format!("configuring port {port_id}"))?;
     port.start()
         .with_context(|| format!("starting port {port_id}"))?;
+    if let Some(w) = port.queue_spread_warning() {
+        tracing::warn!("{w}");
+    }
     let mac = port.mac()?;
     let tx_csum = port.tx_csum_caps().ipv4_tcp();
     let local = LocalAddrs::new(
