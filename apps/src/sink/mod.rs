@@ -297,6 +297,7 @@ fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 
         rx_ipv4_cksum = off.rx_ipv4_cksum(),
         rx_tcp_cksum = off.rx_tcp_cksum(),
         tx_csum_offload = tx_csum,
+        rss_hf = %format!("{:#x}", off.rss_hf),
         gro = !args.stack.no_gro,
         gro_flush_ns = args.stack.gro_flush_ns,
         gro_max_flows = args.stack.max_flows,
