@@ -31,22 +31,19 @@ cargo build --release -q -p apps --bin weir-gen
 tapns_create
 # tapns_create's exit trap replaces e2e_init's: do both.
 trap 'tapns_cleanup; rm -rf "$work"' EXIT
-# Each connection's SHA-256, one line per connection (appends of one short line each).
-tapns_spawn "$work/socat.log" socat -u TCP4-LISTEN:5001,reuseaddr,fork \
-  SYSTEM:"sha256sum >>$work/digests"
-for _ in $(seq 100); do
-  [ -n "$(tapns_exec ss -Hltn '( sport = :5001 )')" ] && break
-  sleep 0.05
-done
-[ -n "$(tapns_exec ss -Hltn '( sport = :5001 )')" ] || die "socat is not listening on port 5001 (see $work/socat.log)"
-# The same over IPv6, on port 5002.
-tapns_spawn "$work/socat6.log" socat -u TCP6-LISTEN:5002,reuseaddr,fork \
-  SYSTEM:"sha256sum >>$work/digests"
-for _ in $(seq 100); do
-  [ -n "$(tapns_exec ss -Hltn '( sport = :5002 )')" ] && break
-  sleep 0.05
-done
-[ -n "$(tapns_exec ss -Hltn '( sport = :5002 )')" ] || die "socat is not listening on port 5002 (see $work/socat6.log)"
+# Each connection's SHA-256, one line per connection (appends of one short line each):
+# socat listening on port 5001 over IPv4 and on 5002 over IPv6.
+listen_digests() { # FAMILY PORT
+  tapns_spawn "$work/socat$1.log" socat -u "TCP$1-LISTEN:$2,reuseaddr,fork" \
+    SYSTEM:"sha256sum >>$work/digests"
+  for _ in $(seq 100); do
+    [ -n "$(tapns_exec ss -Hltn "( sport = :$2 )")" ] && return 0
+    sleep 0.05
+  done
+  die "socat is not listening on port $2 (see $work/socat$1.log)"
+}
+listen_digests 4 5001
+listen_digests 6 5002
 
 # wait_gen PID SECONDS: waits for weir-gen to end; after SECONDS it is stopped (SIGINT)
 # and GEN_ENDED is "no". Its exit status is then in GEN_RC.

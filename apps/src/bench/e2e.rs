@@ -499,7 +499,7 @@ pub fn launch_generator(
                 )
             }
             SenderKind::Stack => match Gen::new(cfg) {
-                Ok(mut gen) => driver::run_gen(
+                Ok(mut gen) => driver::run(
                     &mut gen,
                     &mut io,
                     RunOpts {

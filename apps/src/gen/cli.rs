@@ -539,7 +539,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
             let c = g.cwnd_summary();
             line(&st, c, t)
         };
-        driver::run_gen(
+        driver::run(
             &mut gen,
             &mut io,
             RunOpts {

@@ -1,5 +1,5 @@
-//! Runs weir-gen on a DPDK port: [`run_gen`] for the flows on weir's TCP ([`Gen`]),
-//! [`run`] for the frame generator ([`Sender`], `--blast` and the benchmark's anchor).
+//! Runs weir-gen on a DPDK port: [`run`] drives an [`Engine`], the flows on weir's TCP
+//! ([`Gen`]) or the frame generator ([`Sender`], `--blast` and the benchmark's anchor).
 //!
 //! One iteration: `now` from the TSC; one RX burst to the engine; its timers; its frames
 //! into the transmit batch; one `tx_burst`. Frames the queue refuses stay in the batch
@@ -82,24 +82,32 @@ pub struct RunOpts<'a, T> {
     pub tick: Option<Tick<'a, T>>,
 }
 
-/// Runs `sender` on `io` until every flow has finished, or the limits in `opts` end it.
-pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_, Sender>) -> GenReport {
-    let mut rx: Burst<Mbuf> = Burst::new();
-    let mut out: Burst<Mbuf> = Burst::new();
-    let start = io.clock.now();
-    let hard_end = start + opts.max_runtime;
-    let mut close_by = Instant::NEVER;
-    let mut next_tick = start + Duration::from_secs(1);
-    let mut busy_cycles = 0u64;
-    let mut iter = 0u64;
-    let mut finished = false;
-    let mut now;
-    let mut span = BusySpan::default();
-    loop {
-        let t0 = Clock::cycles();
-        busy_cycles += span.close(t0);
-        now = io.clock.instant_at(t0);
-        let n = io.rx.rx_burst(&mut rx);
+/// What [`run`] drives: the flows on weir's TCP ([`Gen`]) or the frame generator
+/// ([`Sender`]). One call of each per loop iteration, in this order.
+pub trait Engine {
+    /// The received burst (every frame is consumed). A frame that still asks for TX
+    /// checksums comes from a ring peer that models its NIC's TX offload: the generator,
+    /// as that NIC and the wire, has completed them (a no-op on a real port), so they
+    /// are right by construction and marked good.
+    fn rx(&mut self, now: Instant, rx: &mut Burst<Mbuf>);
+    /// Timers, events and the application's writes.
+    fn poll(&mut self, now: Instant, pool: &mut GenPool);
+    /// The frames due, into `out`; returns how many.
+    fn tx(&mut self, now: Instant, pool: &mut GenPool, out: &mut Burst<Mbuf>) -> usize;
+    /// Every flow finished.
+    fn is_done(&self) -> bool;
+    /// The data phase is over and the flows are closing: the close grace runs.
+    fn closing(&self) -> bool;
+    /// Ends the data phase now.
+    fn stop_writing(&mut self, now: Instant);
+    /// From the first to the last data segment.
+    fn data_span(&self) -> Option<(Instant, Instant)>;
+    /// The counters and the windows at the end (`pool`: its payload counters).
+    fn finish(&mut self, pool: &GenPool) -> (GenStats, CwndSummary);
+}
+
+impl Engine for Sender {
+    fn rx(&mut self, now: Instant, rx: &mut Burst<Mbuf>) {
         // The ACKs were written on the receiver's core: their descriptors are fetched
         // together, and each frame's header lines while the one before it is handled.
         for b in rx.iter() {
@@ -110,83 +118,79 @@ pub fn run(sender: &mut Sender, io: &mut GenIo, mut opts: RunOpts<'_, Sender>) -
                 next.prefetch_data();
             }
             let b = &mut rx[i];
-            // A frame that still asks for TX checksums comes from a ring peer that models
-            // its NIC's TX offload: the generator, as that NIC and the wire, completes
-            // them (a no-op on a real port), and they are then right by construction, as
-            // its own NIC would find. Any other frame keeps the port's verdicts; what the
-            // port did not check, the sender verifies in software.
+            // Any frame but a ring peer's keeps the port's verdicts; what the port did
+            // not check, the sender verifies in software.
             let csum = if b.complete_tx_checksums() {
                 GOOD
             } else {
                 b.rx_checksum()
             };
-            sender.handle_rx(now, b.data(), csum);
+            self.handle_rx(now, b.data(), csum);
         }
-        Mbuf::free_burst(&mut rx);
-        sender.handle_timeout(now);
-        let before = out.len();
-        let m = sender.poll_tx(now, &mut io.pool, &mut out);
-        if io.nic_rx_checksum {
-            for b in out[before..].iter_mut() {
+        Mbuf::free_burst(rx);
+    }
+    fn poll(&mut self, now: Instant, _pool: &mut GenPool) {
+        self.handle_timeout(now);
+    }
+    fn tx(&mut self, now: Instant, pool: &mut GenPool, out: &mut Burst<Mbuf>) -> usize {
+        self.poll_tx(now, pool, out)
+    }
+    fn is_done(&self) -> bool {
+        Sender::is_done(self)
+    }
+    fn closing(&self) -> bool {
+        self.data_span().is_some() && self.is_stopping()
+    }
+    fn stop_writing(&mut self, now: Instant) {
+        Sender::stop_writing(self, now);
+    }
+    fn data_span(&self) -> Option<(Instant, Instant)> {
+        Sender::data_span(self)
+    }
+    fn finish(&mut self, _pool: &GenPool) -> (GenStats, CwndSummary) {
+        (self.stats().clone(), self.cwnd_summary())
+    }
+}
+
+impl Engine for Gen<Mbuf> {
+    fn rx(&mut self, now: Instant, rx: &mut Burst<Mbuf>) {
+        for b in rx.iter_mut() {
+            if b.complete_tx_checksums() {
                 b.set_received(GOOD);
             }
         }
-        if !out.is_empty() {
-            io.tx.tx_burst(&mut out);
-        }
-        if n > 0 || m > 0 {
-            span.busy(t0);
-        }
-        if sender.is_done() && out.is_empty() {
-            finished = true;
-            break;
-        }
-        iter += 1;
-        if iter % 256 == 0 {
-            if opts.stop.load(Ordering::Relaxed) && close_by == Instant::NEVER {
-                sender.stop_writing(now);
-            }
-            if sender.data_span().is_some() && close_by == Instant::NEVER && stopping(sender) {
-                close_by = now + opts.close_grace;
-            }
-            if now >= close_by || now >= hard_end {
-                break;
-            }
-            if now >= next_tick {
-                next_tick = now + Duration::from_secs(1);
-                if let Some(t) = opts.tick.as_mut() {
-                    t(sender, now.saturating_since(start));
-                }
-            }
-        }
+        self.handle_rx_burst(now, rx);
     }
-    busy_cycles += span.close(Clock::cycles());
-    let unsent = out.len() as u64;
-    out.clear();
-    let data_ns = sender
-        .data_span()
-        .map_or(0, |(a, b)| b.saturating_since(a).as_nanos());
-    GenReport {
-        stats: sender.stats().clone(),
-        cwnd: sender.cwnd_summary(),
-        data_ns,
-        elapsed_ns: now.saturating_since(start).as_nanos(),
-        finished,
-        unsent,
-        busy_cycles,
-        stamps_damaged: io.pool.damaged(),
+    fn poll(&mut self, now: Instant, pool: &mut GenPool) {
+        Gen::poll(self, now, pool);
+    }
+    fn tx(&mut self, now: Instant, pool: &mut GenPool, out: &mut Burst<Mbuf>) -> usize {
+        self.poll_tx(now, pool, out)
+    }
+    fn is_done(&self) -> bool {
+        Gen::is_done(self)
+    }
+    fn closing(&self) -> bool {
+        self.is_stopping()
+    }
+    fn stop_writing(&mut self, now: Instant) {
+        Gen::stop_writing(self, now);
+    }
+    fn data_span(&self) -> Option<(Instant, Instant)> {
+        Gen::data_span(self)
+    }
+    fn finish(&mut self, pool: &GenPool) -> (GenStats, CwndSummary) {
+        let mut stats = self.stats();
+        stats.stamped = pool.stamped_segments;
+        stats.shared = pool.chained_segments;
+        (stats, self.cwnd_summary())
     }
 }
 
-/// `true` once the sender's data phase is over (the duration ended or it was stopped).
-fn stopping(sender: &Sender) -> bool {
-    sender.is_stopping()
-}
-
-/// Runs `gen` (flows on weir's TCP) on `io` until every flow has finished, or the limits
-/// in `opts` end it. `io.pool` must have been made [`GenPool::with_pattern`]: the flows'
-/// write buffers come from it.
-pub fn run_gen(gen: &mut Gen<Mbuf>, io: &mut GenIo, mut opts: RunOpts<'_, Gen<Mbuf>>) -> GenReport {
+/// Runs `engine` on `io` until every flow has finished, or the limits in `opts` end it.
+/// For [`Gen`], `io.pool` must have been made [`GenPool::with_pattern`]: the flows' write
+/// buffers come from it.
+pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) -> GenReport {
     let mut rx: Burst<Mbuf> = Burst::new();
     let mut out: Burst<Mbuf> = Burst::new();
     let start = io.clock.now();
@@ -203,17 +207,10 @@ pub fn run_gen(gen: &mut Gen<Mbuf>, io: &mut GenIo, mut opts: RunOpts<'_, Gen<Mb
         busy_cycles += span.close(t0);
         now = io.clock.instant_at(t0);
         let n = io.rx.rx_burst(&mut rx);
-        for b in rx.iter_mut() {
-            // As in `run`: a ring peer's frame asking for TX checksums gets them here (the
-            // generator is its NIC and the wire), and is then right by construction.
-            if b.complete_tx_checksums() {
-                b.set_received(GOOD);
-            }
-        }
-        gen.handle_rx_burst(now, &mut rx);
-        gen.poll(now, &mut io.pool);
+        engine.rx(now, &mut rx);
+        engine.poll(now, &mut io.pool);
         let before = out.len();
-        let m = gen.poll_tx(now, &mut io.pool, &mut out);
+        let m = engine.tx(now, &mut io.pool, &mut out);
         if io.nic_rx_checksum {
             for b in out[before..].iter_mut() {
                 b.set_received(GOOD);
@@ -225,16 +222,16 @@ pub fn run_gen(gen: &mut Gen<Mbuf>, io: &mut GenIo, mut opts: RunOpts<'_, Gen<Mb
         if n > 0 || m > 0 {
             span.busy(t0);
         }
-        if gen.is_done() && out.is_empty() {
+        if engine.is_done() && out.is_empty() {
             finished = true;
             break;
         }
         iter += 1;
         if iter % 256 == 0 {
             if opts.stop.load(Ordering::Relaxed) && close_by == Instant::NEVER {
-                gen.stop_writing(now);
+                engine.stop_writing(now);
             }
-            if gen.is_stopping() && close_by == Instant::NEVER {
+            if close_by == Instant::NEVER && engine.closing() {
                 close_by = now + opts.close_grace;
             }
             if now >= close_by || now >= hard_end {
@@ -243,7 +240,7 @@ pub fn run_gen(gen: &mut Gen<Mbuf>, io: &mut GenIo, mut opts: RunOpts<'_, Gen<Mb
             if now >= next_tick {
                 next_tick = now + Duration::from_secs(1);
                 if let Some(t) = opts.tick.as_mut() {
-                    t(gen, now.saturating_since(start));
+                    t(engine, now.saturating_since(start));
                 }
             }
         }
@@ -251,15 +248,13 @@ pub fn run_gen(gen: &mut Gen<Mbuf>, io: &mut GenIo, mut opts: RunOpts<'_, Gen<Mb
     busy_cycles += span.close(Clock::cycles());
     let unsent = out.len() as u64;
     out.clear();
-    let data_ns = gen
+    let data_ns = engine
         .data_span()
         .map_or(0, |(a, b)| b.saturating_since(a).as_nanos());
-    let mut stats = gen.stats();
-    stats.stamped = io.pool.stamped_segments;
-    stats.shared = io.pool.chained_segments;
+    let (stats, cwnd) = engine.finish(&io.pool);
     GenReport {
         stats,
-        cwnd: gen.cwnd_summary(),
+        cwnd,
         data_ns,
         elapsed_ns: now.saturating_since(start).as_nanos(),
         finished,

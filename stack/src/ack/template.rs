@@ -186,26 +186,7 @@ impl AckTemplate {
         let l3 = usize::from(self.l3_len);
         let t = l2 + l3;
         let tcp_len = total - t;
-        let mut done = false;
-        if tx_csum_offload {
-            // Pseudo-header sum (not complemented) in the TCP checksum field; the NIC
-            // finishes it and the IPv4 header checksum.
-            let ph = checksum::fold(self.pseudo + tcp_len as u64);
-            {
-                let d = buf.data_mut();
-                d[t + 16..t + 18].copy_from_slice(&ph.to_be_bytes());
-                if !self.v6 {
-                    d[l2 + 10] = 0;
-                    d[l2 + 11] = 0;
-                }
-            }
-            done = buf.request_tx_checksum(TxChecksumOffload {
-                l2_len: self.l2_len,
-                l3_len: u16::from(self.l3_len),
-                ipv4: !self.v6,
-            });
-        }
-        if !done {
+        if !(tx_csum_offload && self.offload_checksums(&mut buf, tcp_len)) {
             let d = buf.data_mut();
             software_checksums(&mut d[..total], l2, l3, self.v6, self.pseudo);
         }
@@ -253,22 +234,7 @@ impl AckTemplate {
         let l3 = usize::from(self.l3_len);
         let t = l2 + l3;
         let tcp_len = total - t;
-        let mut done = false;
-        if tx_csum_offload {
-            let ph = checksum::fold(self.pseudo + tcp_len as u64);
-            let d = buf.data_mut();
-            d[t + 16..t + 18].copy_from_slice(&ph.to_be_bytes());
-            if !self.v6 {
-                d[l2 + 10] = 0;
-                d[l2 + 11] = 0;
-            }
-            done = buf.request_tx_checksum(TxChecksumOffload {
-                l2_len: self.l2_len,
-                l3_len: u16::from(self.l3_len),
-                ipv4: !self.v6,
-            });
-        }
-        if !done {
+        if !(tx_csum_offload && self.offload_checksums(&mut buf, tcp_len)) {
             // From the template's sums and the fields just patched, not by reading back
             // the header (which would wait for its stores): the payload is summed
             // already, so this is all a segment's checksums cost.
@@ -296,6 +262,31 @@ impl AckTemplate {
             d[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
         }
         Some(buf)
+    }
+
+    /// Asks `buf` for TX checksum offload (DPDK's convention): the pseudo-header sum, not
+    /// complemented, in the TCP checksum field, and the IPv4 header checksum zero; the
+    /// NIC finishes both. `false` when the buffer refuses (checksums in software then).
+    #[inline]
+    fn offload_checksums<B: PacketBuf>(&self, buf: &mut B, tcp_len: usize) -> bool {
+        let (l2, t) = (
+            usize::from(self.l2_len),
+            usize::from(self.l2_len) + usize::from(self.l3_len),
+        );
+        let ph = checksum::fold(self.pseudo + tcp_len as u64);
+        {
+            let d = buf.data_mut();
+            d[t + 16..t + 18].copy_from_slice(&ph.to_be_bytes());
+            if !self.v6 {
+                d[l2 + 10] = 0;
+                d[l2 + 11] = 0;
+            }
+        }
+        buf.request_tx_checksum(TxChecksumOffload {
+            l2_len: self.l2_len,
+            l3_len: u16::from(self.l3_len),
+            ipv4: !self.v6,
+        })
     }
 
     /// Writes lengths and per-segment fields into a copy of the template; `d` holds at
