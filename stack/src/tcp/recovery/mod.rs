@@ -62,8 +62,8 @@ mod scoreboard;
 
 pub use newreno::{AckFacts, NewReno, NewRenoEvent};
 pub use rack::{
-    Probe, ProbeSkipped, Rack, RackLoss, Tlp, TlpAck, MAX_REO_WND_MULT, PTO_MIN_SLACK,
-    PTO_WITHOUT_SRTT, REO_WND_PERSIST, WC_DEL_ACK_T,
+    Probe, ProbeSkipped, Rack, RackLoss, Tlp, TlpAck, MAX_REO_WND_MULT, PTO_WITHOUT_SRTT,
+    REO_WND_PERSIST, WC_DEL_ACK_T,
 };
 pub use rtx::{
     AckRefused, Acked, RtxQueue, RtxRefused, SegState, SendRefused, SentSeg, SplitRefused,
@@ -534,7 +534,7 @@ mod tests {
         let mut r = sent(LossDetection::Rack, 2);
         r.on_rtt_sample();
         let pto = r.pto_deadline(t(1), Some(ms(30)), Some(t(500)));
-        assert_eq!(pto, Some(t(63)), "2·SRTT + PTO_MIN_SLACK");
+        assert_eq!(pto, Some(t(61)));
         assert_eq!(
             r.on_pto(false),
             Probe::Retransmit {

@@ -24,12 +24,6 @@ pub const REO_WND_PERSIST: u32 = 16;
 /// The largest reordering-window multiplier (Linux caps `reo_wnd_steps` at 0xFF in
 /// `tcp_rack_update_reo_wnd`; the window is bounded by SRTT anyway).
 pub const MAX_REO_WND_MULT: u32 = 255;
-/// What a PTO for more than one segment in flight adds to 2·SRTT: Linux's
-/// `TCP_TIMEOUT_MIN` (two jiffies, 2 ms at HZ=1000) in `tcp_schedule_loss_probe`. On a
-/// path whose RTT is microseconds (a ring pair, a LAN), 2·SRTT alone is shorter than a
-/// receiver's GRO hold plus its ACK scheduling, and the probe would be spurious.
-pub const PTO_MIN_SLACK: Duration = Duration::from_millis(2);
-
 /// RFC 8985 §7.2 TLP.max_ack_delay when the peer's is unknown: the worst-case delayed ACK
 /// timer (WCDelAckT), 200 ms.
 pub const WC_DEL_ACK_T: Duration = Duration::from_millis(200);
@@ -348,9 +342,8 @@ impl Tlp {
     }
 
     /// RFC 8985 §7.2 TLP_calc_PTO: 2·SRTT, plus TLP.max_ack_delay when FlightSize is one
-    /// segment (`flight <= smss`: its ACK may be delayed), else plus [`PTO_MIN_SLACK`] (as
-    /// Linux's `tcp_schedule_loss_probe`); 1 s without SRTT; never later than the RTO
-    /// would fire.
+    /// segment (`flight <= smss`: its ACK may be delayed), 1 s without SRTT; never later
+    /// than the RTO would fire.
     pub fn pto(
         &self,
         now: Instant,
@@ -365,7 +358,7 @@ impl Tlp {
                 if flight <= smss as usize {
                     two + self.max_ack_delay
                 } else {
-                    two + PTO_MIN_SLACK
+                    two
                 }
             }
             None => PTO_WITHOUT_SRTT,
@@ -582,13 +575,9 @@ mod tests {
     }
 
     #[test]
-    fn rfc8985_7_2_pto_is_two_srtt_plus_linux_slack() {
+    fn rfc8985_7_2_pto_is_two_srtt() {
         let tlp = Tlp::default();
-        // 2·SRTT, plus `TCP_TIMEOUT_MIN` as Linux's `tcp_schedule_loss_probe` adds.
-        assert_eq!(
-            tlp.pto(t(0), Some(ms(30)), 5000, 1000, None),
-            ms(60) + PTO_MIN_SLACK
-        );
+        assert_eq!(tlp.pto(t(0), Some(ms(30)), 5000, 1000, None), ms(60));
         assert_eq!(
             tlp.pto(t(0), None, 5000, 1000, None),
             Duration::from_secs(1)
@@ -599,7 +588,7 @@ mod tests {
     fn rfc8985_7_2_pto_adds_wcdelackt_for_a_single_segment() {
         let tlp = Tlp::default();
         assert_eq!(tlp.pto(t(0), Some(ms(30)), 1000, 1000, None), ms(260));
-        assert_eq!(tlp.pto(t(0), Some(ms(30)), 1001, 1000, None), ms(62));
+        assert_eq!(tlp.pto(t(0), Some(ms(30)), 1001, 1000, None), ms(60));
         let tlp = Tlp::new(ms(25));
         assert_eq!(tlp.pto(t(0), Some(ms(30)), 100, 1000, None), ms(85));
     }
@@ -613,11 +602,11 @@ mod tests {
         );
         assert_eq!(
             tlp.pto(t(100), Some(ms(30)), 5000, 1000, Some(t(200))),
-            ms(62)
+            ms(60)
         );
         assert_eq!(
             tlp.arm(t(100), false, Some(ms(30)), 5000, 1000, None),
-            Some(t(162))
+            Some(t(160))
         );
         assert_eq!(tlp.arm(t(100), true, Some(ms(30)), 5000, 1000, None), None);
         assert_eq!(tlp.arm(t(100), false, Some(ms(30)), 0, 1000, None), None);
