@@ -1113,6 +1113,7 @@ impl<B: PacketBuf> Conn<B> {
             }
         }
         let mss = snd.mss_now();
+        let right = snd.una + snd.wnd as usize;
         let r = snd.rec.as_mut()?;
         let last = *r.queue().last()?;
         if last.sacked() {
@@ -1126,6 +1127,18 @@ impl<B: PacketBuf> Conn<B> {
         }
         if len == 0 || seq + len as usize > snd.end {
             return None;
+        }
+        // Never beyond the peer's window, which may have shrunk since the segment first
+        // went (RFC 9293 §3.8.6.2.1; Linux's `__tcp_retransmit_skb` refuses a segment that
+        // starts at or beyond `tcp_wnd_end` and trims one that crosses it): the probe is cut
+        // to the window, or none is sent and the RTO stays armed.
+        if seq >= right {
+            return None;
+        }
+        let fit = len.min((right - seq) as u32);
+        if fit < len {
+            r.split(seq + fit as usize).ok()?;
+            len = fit;
         }
         Some((seq, len, true))
     }
