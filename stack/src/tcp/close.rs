@@ -197,6 +197,17 @@ impl<B: PacketBuf> Conn<B> {
         }
     }
 
+    /// An ACK reached our FIN's sequence number (every byte before it is acknowledged,
+    /// the FIN is not): from now the FIN's own timer runs, at most a base RTO away. While
+    /// data was outstanding it waited with the data's retransmission timer
+    /// (`closing_timeout`), which may have backed off far beyond that.
+    pub(crate) fn data_before_fin_acked(&mut self, now: Instant) {
+        if self.closing.fin_sent && self.snd.una == self.snd.end && self.snd.una != self.snd.nxt {
+            let t = now + self.fin_rto();
+            self.closing.fin_deadline = Some(self.closing.fin_deadline.map_or(t, |d| d.min(t)));
+        }
+    }
+
     /// The first retransmission timeout of our FIN: the connection's RTO without backoff
     /// (RFC 6298 §2); each retry doubles it (§5.5).
     fn fin_rto(&self) -> Duration {
@@ -213,7 +224,11 @@ impl<B: PacketBuf> Conn<B> {
     pub(crate) fn closing_timeout(&mut self, now: Instant, ctx: &mut Ctx<B>) -> ControlFlow<()> {
         if let Some(t) = self.closing.fin_deadline {
             if t <= now && self.snd.una < self.snd.end {
-                self.closing.fin_deadline = Some(now + self.fin_rto());
+                // The data's retransmission timer covers the FIN, which rides the last
+                // segment: wake with it, not every base RTO in between (a backed-off RTO
+                // of minutes would otherwise be waited out in thousands of empty wakes).
+                let rto = self.snd.rto_at.filter(|&r| r > now);
+                self.closing.fin_deadline = Some(rto.unwrap_or(now + self.fin_rto()));
             } else if t <= now {
                 if self.closing.fin_tries >= self.closing.fin_retries {
                     ctx.stats.dropped(DropReason::FinRetriesExhausted);

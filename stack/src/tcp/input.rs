@@ -242,6 +242,7 @@ impl<B: PacketBuf> Conn<B> {
                     ctx.event(Event::Writable(self.id));
                 }
             }
+            self.data_before_fin_acked(now);
             if self.closing.fin_sent && self.snd.una == self.snd.nxt {
                 self.our_fin_acked(now, ctx);
                 if matches!(self.state, State::Closed) {
