@@ -127,6 +127,9 @@ fn send_sweep(seed: u64, n: usize) -> send_harness::SendSummary {
         tot.gave_up += s.gave_up;
         tot.completed += s.completed;
         tot.peer_segments += s.peer_segments;
+        tot.fast_recoveries += s.fast_recoveries;
+        tot.tlp_probes += s.tlp_probes;
+        tot.rack_reorder_timeouts += s.rack_reorder_timeouts;
     }
     tot
 }
@@ -158,6 +161,12 @@ fn send_seeded_random_inputs() {
     assert!(
         tot.retransmits > 0,
         "the sweep never retransmitted: {tot:?}"
+    );
+    // The loss-recovery paths are reached: fast recovery, and RACK-TLP's probes (the
+    // default for SACK peers; a knob bit picks DupThresh alone instead).
+    assert!(
+        tot.fast_recoveries > 0 && tot.tlp_probes > 0,
+        "the sweep never entered fast recovery or sent a tail loss probe: {tot:?}"
     );
 }
 

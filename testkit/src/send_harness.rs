@@ -76,7 +76,9 @@ use stack::pipeline::{Pipeline, PipelineConfig};
 use stack::seq::SeqNumber;
 use stack::tcp::cc::{AckCounting, CcAlgorithm, CcConfig};
 use stack::tcp::rtt::RtoConfig;
-use stack::tcp::{ConnId, ConnInfo, ConnectOpts, DropReason, Event, State, TcpConfig, TcpError};
+use stack::tcp::{
+    ConnId, ConnInfo, ConnectOpts, DropReason, Event, SackLossDetection, State, TcpConfig, TcpError,
+};
 use stack::time::{Duration, Instant};
 use stack::wire::{SackBlock, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_SACK_BLOCKS};
 
@@ -505,6 +507,12 @@ pub struct SendSummary {
     pub completed: u64,
     /// Segments from the peer delivered.
     pub peer_segments: u64,
+    /// Fast recoveries entered (duplicate ACKs, SACK or RACK).
+    pub fast_recoveries: u64,
+    /// RACK-TLP's tail loss probes sent (RFC 8985 §7).
+    pub tlp_probes: u64,
+    /// RACK's reordering timer expiries (RFC 8985 §6.3).
+    pub rack_reorder_timeouts: u64,
 }
 
 // ---- the simulated host ---------------------------------------------------------------------
@@ -576,6 +584,12 @@ impl SendSim {
             fin_retries: 1 + k.fin_retries % 8,
             rto,
             cc,
+            // RACK-TLP (the default) or RFC 6675's DupThresh alone, for SACK peers.
+            loss_detection: if k.cc & 8 == 0 {
+                SackLossDetection::Rack
+            } else {
+                SackLossDetection::Sack
+            },
             ..TcpConfig::default()
         };
         let (snd_buf, snd_slices, max_conns) = (tcp.snd_buf, tcp.snd_slices, tcp.max_conns);
@@ -1710,6 +1724,9 @@ impl SendSim {
         self.sum.retransmits = st.retransmits;
         self.sum.rto_timeouts = st.rto_timeouts;
         self.sum.window_probes = st.window_probes;
+        self.sum.fast_recoveries = st.fast_recoveries;
+        self.sum.tlp_probes = st.tlp_probes;
+        self.sum.rack_reorder_timeouts = st.rack_reorder_timeouts;
         self.sum.peer_resets = st.resets_received;
         self.sum.gave_up = st.drops(DropReason::RetriesExhausted)
             + st.drops(DropReason::PersistTimeout)
