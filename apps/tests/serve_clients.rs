@@ -136,7 +136,7 @@ impl<S> Shared<S> {
 }
 
 /// Serves `A` on 198.18.0.1:`port` (0: a free port).
-fn serve<A: App>(port: u16, server: A::Server) -> Running<A::Server>
+fn serve<A: App + Send + 'static>(port: u16, server: A::Server) -> Running<A::Server>
 where
     A::Server: Send + 'static,
 {
@@ -159,9 +159,13 @@ where
             match listener.accept() {
                 Ok((stream, _)) => {
                     let token = conns.len() as u64 + 1;
+                    // The engine meets its connections in accept order, as on the stack
+                    // (iperf3 gives its streams their roles in that order), not in the
+                    // order their threads happen to start.
+                    let app = A::accept(&mut shared.lock(), shared.now(), token);
                     let sh = Arc::clone(&shared);
                     conns.push(std::thread::spawn(move || {
-                        connection::<A>(stream, &sh, token)
+                        connection::<A>(stream, &sh, app)
                     }));
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(TICK),
@@ -210,11 +214,10 @@ fn flush_sink(stream: &mut TcpStream, sink: &mut SendBuf) -> Option<bool> {
 
 /// One connection, driven as the stack would drive it: received bytes go to the engine and
 /// stay queued until it consumes them; its output goes out as the socket takes it.
-fn connection<A: App>(mut stream: TcpStream, sh: &Shared<A::Server>, token: u64) {
+fn connection<A: App>(mut stream: TcpStream, sh: &Shared<A::Server>, mut app: A) {
     stream.set_nodelay(true).expect("TCP_NODELAY");
     stream.set_read_timeout(Some(TICK)).expect("read timeout");
     stream.set_write_timeout(Some(TICK)).expect("write timeout");
-    let mut app = A::accept(&mut sh.lock(), sh.now(), token);
     let mut sink = SendBuf::new(SEND_BUF);
     let mut inbuf = vec![0u8; RECV_BUF];
     let (mut lo, mut hi) = (0usize, 0usize);

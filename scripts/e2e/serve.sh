@@ -305,7 +305,10 @@ bps() { jq -r ".end.$2.bits_per_second / 1e6 | floor" "$1"; }
 echo "== iperf3 -c, -R, --bidir, -P 4, -R -w 64K against --app iperf3, then iperf3 -s"
 # The fifth is field report 002's command.
 IPERF_CASES=("fwd:" "rev:-R" "bidir:--bidir" "fwd:-P 4" "rev:-R -w 64K")
-serve_start iperf3 --app iperf3
+# Room for a second test while the last one's streams are still closing: the clients run
+# one after another, and a client that finds the previous session winding down would be
+# told the server is busy (iperf3's own server runs one test at a time).
+serve_start iperf3 --app iperf3 --iperf3-max-sessions 4
 for k in "${!IPERF_CASES[@]}"; do
   opts=${IPERF_CASES[$k]#*:}
   # shellcheck disable=SC2086 # the options are words

@@ -205,6 +205,8 @@ struct Stream {
     id: u32,
     sender: bool,
     token: u64,
+    /// The connection's place in accept order.
+    order: u64,
     bytes: u64,
     bytes_omit: u64,
 }
@@ -297,6 +299,8 @@ pub struct Server {
     cfg: Config,
     sessions: Vec<Option<Session>>,
     next_gen: u64,
+    /// Connections accepted so far: each one's place in accept order.
+    accepted: u64,
     woken: VecDeque<u64>,
     woken_cap: usize,
     finished: VecDeque<SessionReport>,
@@ -310,6 +314,7 @@ impl Server {
         Self {
             sessions: (0..max).map(|_| None).collect(),
             next_gen: 1,
+            accepted: 0,
             woken: VecDeque::new(),
             woken_cap: max * (1 + 2 * MAX_STREAMS as usize),
             finished: VecDeque::new(),
@@ -372,7 +377,7 @@ impl Server {
         let Some(s) = self.sessions.get_mut(slot).and_then(Option::take) else {
             return;
         };
-        let report = SessionReport {
+        let mut report = SessionReport {
             cookie: String::from_utf8_lossy(&s.cookie[..COOKIE_SIZE - 1]).into_owned(),
             streams: s
                 .streams
@@ -393,6 +398,8 @@ impl Server {
             error: s.error,
             params: s.params,
         };
+        // In stream id order (the order they were accepted), as the client reports them.
+        report.streams.sort_by_key(|st| st.id);
         if self.finished.len() >= self.cfg.max_finished.max(1) {
             self.finished.pop_front();
         }
@@ -463,6 +470,8 @@ enum Role {
 #[derive(Debug)]
 pub struct Iperf3 {
     token: u64,
+    /// Its place in accept order (`Server::accepted` when it was accepted).
+    order: u64,
     role: Role,
     peer_closed: bool,
 }
@@ -515,20 +524,29 @@ impl Iperf3 {
             let want = (s.to_recv + s.to_send) as usize;
             if s.phase == Phase::CreateStreams && s.streams.len() < want {
                 let index = s.streams.len();
-                // `iperf_add_stream`: 1, then 3, 4, 5, ...
-                let id = if index == 0 { 1 } else { index as u32 + 2 };
-                // The first `to_recv` accepted are the ones the server receives on: the
-                // client opens its sending streams first (`iperf_run_server`).
-                let sender = index >= s.to_recv as usize;
                 s.streams.push(Stream {
-                    id,
-                    sender,
+                    id: 0,
+                    sender: false,
                     token,
+                    order: self.order,
                     bytes: 0,
                     bytes_omit: 0,
                 });
                 let gen = s.gen;
                 if s.streams.len() == want {
+                    // Ids and roles by accept order, as iperf3's server gives them when it
+                    // accepts each stream (`iperf_run_server`, `iperf_add_stream`: ids 1,
+                    // then 3, 4, 5, ...; the first `to_recv` accepted are the ones the
+                    // server receives on, since the client opens its sending streams
+                    // first), whatever order the cookies were read in. No data flows
+                    // before TEST_START, sent below.
+                    let mut rank: Vec<usize> = (0..want).collect();
+                    rank.sort_by_key(|&k| s.streams[k].order);
+                    for (r, &k) in rank.iter().enumerate() {
+                        let st = &mut s.streams[k];
+                        st.id = if r == 0 { 1 } else { r as u32 + 2 };
+                        st.sender = r >= s.to_recv as usize;
+                    }
                     s.phase = Phase::Running;
                     s.start = now;
                     // Room for these two bytes: the stage holds at most CREATE_STREAMS now.
@@ -827,9 +845,12 @@ fn gone() -> AppError {
 impl App for Iperf3 {
     type Server = Server;
 
-    fn accept(_server: &mut Server, _now: Instant, token: u64) -> Self {
+    fn accept(server: &mut Server, _now: Instant, token: u64) -> Self {
+        let order = server.accepted;
+        server.accepted += 1;
         Self {
             token,
+            order,
             role: Role::Cookie {
                 buf: [0; COOKIE_SIZE],
                 have: 0,
