@@ -308,7 +308,7 @@ IPERF_CASES=("fwd:" "rev:-R" "bidir:--bidir" "fwd:-P 4" "rev:-R -w 64K")
 # Room for a second test while the last one's streams are still closing: the clients run
 # one after another, and a client that finds the previous session winding down would be
 # told the server is busy (iperf3's own server runs one test at a time).
-serve_start iperf3 --app iperf3 --iperf3-max-sessions 4
+serve_start iperf3 --app iperf3 --iperf3-max-sessions=4
 for k in "${!IPERF_CASES[@]}"; do
   opts=${IPERF_CASES[$k]#*:}
   # shellcheck disable=SC2086 # the options are words
