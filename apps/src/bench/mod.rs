@@ -8,13 +8,17 @@
 //! - [`tcp`]: TCP receive, ACK building and the send side (segments sent, ACKs processed)
 //!   on in-memory buffers;
 //! - [`stages`]: ns per segment of each receive-path stage;
-//! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`.
+//! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`;
+//! - [`latency`] and [`rr_bytes`]: the latency histogram and the transaction bytes of the
+//!   request/response benchmarks.
 
 pub mod csum;
 pub mod e2e;
 pub mod gro;
 pub mod gro_fixture;
+pub mod latency;
 pub mod loops;
+pub mod rr_bytes;
 pub mod stages;
 pub mod tap;
 pub mod tcp;
