@@ -197,22 +197,22 @@ struct Sample {
 /// Two lcores, a ring port pair and the pools: the set-up `weir-bench e2e` and the lab's
 /// ring runs share. One per process (one EAL).
 pub(crate) struct Rig {
-    eal: Eal,
-    worker: u32,
-    gen_port: Port,
-    rx_port: Port,
-    gen_plain: Mempool,
+    pub(crate) eal: Eal,
+    pub(crate) worker: u32,
+    pub(crate) gen_port: Port,
+    pub(crate) rx_port: Port,
+    pub(crate) gen_plain: Mempool,
     gen_stamped: Mempool,
     /// One mbuf per run holds the payload pattern the stack sender's write buffers
     /// refer to (`gen_refs`: one mbuf each).
     gen_pattern: Mempool,
     gen_refs: Mempool,
-    rx_pool: Mempool,
+    pub(crate) rx_pool: Mempool,
     /// The generator's MAC.
     pub(crate) gen_mac: [u8; 6],
     /// The receiver's MAC.
     pub(crate) rx_mac: [u8; 6],
-    clock: Clock,
+    pub(crate) clock: Clock,
 }
 
 /// What one ring run hands back.
@@ -313,7 +313,7 @@ impl Rig {
     }
 
     /// Frees whatever a case left in either ring.
-    fn drain(&self) -> Result<()> {
+    pub(crate) fn drain(&self) -> Result<()> {
         let mut b: Burst<Mbuf> = Burst::new();
         for port in [&self.gen_port, &self.rx_port] {
             let mut q = port.rx_queue(0)?;

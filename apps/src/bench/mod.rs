@@ -9,6 +9,7 @@
 //!   on in-memory buffers;
 //! - [`stages`]: ns per segment of each receive-path stage;
 //! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`;
+//! - [`rr`]: request/response transactions between two weir stacks over the ring pair;
 //! - [`latency`] and [`rr_bytes`]: the latency histogram and the transaction bytes of the
 //!   request/response benchmarks.
 
@@ -18,6 +19,7 @@ pub mod gro;
 pub mod gro_fixture;
 pub mod latency;
 pub mod loops;
+pub mod rr;
 pub mod rr_bytes;
 pub mod stages;
 pub mod tap;

@@ -122,6 +122,11 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Request/response transactions (netperf TCP_RR's shape) between a weir client on
+    /// one lcore and weir-serve's echo engine on the other, over a ring pair: transactions/s,
+    /// latency percentiles, cycles per transaction on each side, segments and ACKs per
+    /// transaction. Every answer is checked byte for byte.
+    Rr(RrArgs),
     /// Kernel TCP over net_tap into weir-sink, beside a bare receive-and-free loop.
     Tap {
         /// One JSON object per row.
@@ -134,6 +139,60 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+}
+
+/// `weir-bench rr`'s options.
+#[derive(clap::Args)]
+struct RrArgs {
+    /// One JSON object per row.
+    #[arg(long)]
+    json: bool,
+    /// Client connection counts (comma-separated, 1 to 4,096).
+    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 64])]
+    conns: Vec<u32>,
+    /// Transactions in flight per connection (comma-separated, 1 to 256): netperf
+    /// TCP_RR's burst.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u32])]
+    burst: Vec<u32>,
+    /// Request bytes.
+    #[arg(long, default_value_t = 64)]
+    request: u32,
+    /// Response bytes (an echo when equal to --request, else a fixed-size answerer).
+    #[arg(long, default_value_t = 64)]
+    response: u32,
+    /// Seconds of the measured phase per case.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Seconds of warm-up after the handshakes, before the measured phase.
+    #[arg(long, default_value_t = 0.2)]
+    warmup: f64,
+    /// Rounds per case (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// No GRO on either stack.
+    #[arg(long)]
+    no_gro: bool,
+    /// The GRO flush window in ns (weir-sink's default).
+    #[arg(long, default_value_t = apps::bench::e2e::FLUSH_NS)]
+    gro_flush_ns: u64,
+    /// Both stacks' ACK policy: linux, rfc5681, every:N, delay:NS.
+    #[arg(long, default_value = "linux")]
+    ack_policy: stack::ack::AckPolicy,
+    /// Both stacks' sender ACK counting: per-ack, abc:L (RFC 3465) or bytes (Linux).
+    #[arg(long, default_value = "bytes")]
+    ack_counting: apps::gen::AckCounting,
+    /// DPDK's memory on 2 MiB hugepages (reserve them first: scripts/setup-hugepages.sh).
+    #[arg(long)]
+    hugepages: bool,
+    /// Impair what both stacks receive, e.g. loss=1%,reorder=2%,dup=1%,corrupt=0.1%,seed=7
+    /// (weir-sink's --impair syntax): every transaction must still be answered exactly
+    /// once, byte for byte.
+    #[arg(long, value_parser = parse_impair)]
+    impair: Option<(stack::impair::ImpairConfig, Option<u64>)>,
+}
+
+fn parse_impair(s: &str) -> Result<(stack::impair::ImpairConfig, Option<u64>), String> {
+    stack::impair::ImpairConfig::parse(s)
 }
 
 fn main() -> std::process::ExitCode {
@@ -190,6 +249,22 @@ fn main() -> std::process::ExitCode {
             runs,
             set_mib,
             lens,
+        }),
+        Cmd::Rr(a) => apps::bench::rr::run(&apps::bench::rr::Options {
+            conns: a.conns,
+            bursts: a.burst,
+            request: a.request,
+            response: a.response,
+            seconds: a.seconds,
+            warmup: a.warmup,
+            runs: a.runs,
+            gro: !a.no_gro,
+            gro_flush_ns: a.gro_flush_ns,
+            ack_policy: a.ack_policy,
+            ack_counting: a.ack_counting,
+            json: a.json,
+            memory: apps::eal_args::Memory::from_flag(a.hugepages),
+            impair: a.impair,
         }),
         Cmd::Tcp { json } => apps::bench::tcp::run(json),
         Cmd::Stages { json } => apps::bench::stages::run(json),

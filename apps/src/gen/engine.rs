@@ -34,14 +34,14 @@ use stack::ack::AckPolicy;
 use stack::buf::{BufPool, PacketBuf, PayloadChain, PayloadSlice, MAX_CHAIN};
 use stack::driver::Burst;
 use stack::pipeline::{Pipeline, PipelineConfig};
-use stack::tcp::cc::{self, CcAlgorithm, CcConfig};
+use stack::tcp::cc::{CcAlgorithm, CcConfig};
 use stack::tcp::{ConnId, ConnectOpts, Event, State, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::LocalAddrs;
 
 use super::payload::MAX_PAYLOAD;
 use super::sender::{CwndSummary, GenStats, ARP_GIVE_UP};
-use super::{AckCounting, GenConfig, PshMode};
+use super::{GenConfig, PshMode};
 use crate::net::Resolver;
 
 /// Where a write's buffers come from: slices of the payload pattern, by reference.
@@ -166,11 +166,7 @@ impl<B: PacketBuf> Gen<B> {
         let slots = cfg.flows.min(per) as usize;
         let mss = u32::from(cfg.mss);
         let snd_buf = snd_buf_per_flow(cfg.flows);
-        let counting = match cfg.ack_counting {
-            AckCounting::PerAck => cc::AckCounting::PerAck,
-            AckCounting::Abc(l) => cc::AckCounting::Abc { l },
-            AckCounting::Bytes => cc::AckCounting::Bytes,
-        };
+        let counting = cfg.ack_counting.to_stack();
         let tcp = TcpConfig {
             max_conns: slots,
             // The receiver sends no data: a small receive side per connection.

@@ -52,6 +52,17 @@ pub enum AckCounting {
     Bytes,
 }
 
+impl AckCounting {
+    /// The stack's rule of the same name.
+    pub fn to_stack(self) -> stack::tcp::cc::AckCounting {
+        match self {
+            AckCounting::PerAck => stack::tcp::cc::AckCounting::PerAck,
+            AckCounting::Abc(l) => stack::tcp::cc::AckCounting::Abc { l },
+            AckCounting::Bytes => stack::tcp::cc::AckCounting::Bytes,
+        }
+    }
+}
+
 impl FromStr for AckCounting {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
