@@ -305,6 +305,11 @@ pub const METRICS: &[MetricDef] = &[
         "weir_acks_piggybacked_total",
         "ACKs owed that a data segment carried instead of a frame of their own.",
     ),
+    c(
+        "acks_useless",
+        "weir_acks_useless_total",
+        "Pure ACKs that a data segment of the same connection followed within one delayed-ACK time.",
+    ),
     c("arp_replies", "weir_arp_replies_total", "ARP replies sent."),
     c(
         "icmp_echo_replies",

@@ -100,6 +100,7 @@ pub fn stats_json(s: &Stats) -> Value {
         "tcp_active_opens": t.active_opens,
         "tcp_active_open_failures": t.active_open_failures,
         "acks_piggybacked": s.ack.piggybacked,
+        "acks_useless": s.ack.useless,
     });
     let mut v = json!({
         "rx_packets": s.pipeline.rx_packets,
@@ -207,8 +208,8 @@ pub fn summary(total: &Stats, mbufs_in_use_at_exit: u64, duration_s: f64) -> Str
     );
     let t = &total.tcp;
     s += &format!(
-        "  sent: {} data segments ({} bytes of {} written), {} ACKs piggybacked on them\n",
-        t.data_segments_sent, t.bytes_sent, t.bytes_written, total.ack.piggybacked
+        "  sent: {} data segments ({} bytes of {} written), {} ACKs piggybacked on them, {} pure ACKs data followed within a delayed-ACK time\n",
+        t.data_segments_sent, t.bytes_sent, t.bytes_written, total.ack.piggybacked, total.ack.useless
     );
     s += &format!(
         "  loss: {} retransmits ({} bytes), {} fast recoveries, {} RTOs, {} tail loss probes, {} zero-window probes\n",

@@ -603,3 +603,39 @@ fn set_push_off_sends_no_psh() {
         assert_eq!(pushed, usize::from(on));
     }
 }
+
+/// A pure ACK that a data segment follows within one delayed-ACK time is counted as
+/// useless (it would have ridden on that segment); one followed by data only after the
+/// delayed-ACK time is not, and neither is an ACK that the data carried itself.
+#[test]
+fn pure_ack_followed_by_data_within_the_delack_time_is_useless() {
+    let (mut h, id) = established(SynOpts::all());
+    // Quickack: the request is acknowledged at once, before the application answers.
+    h.data(300, 300, true);
+    let out = h.tx();
+    assert_eq!(
+        (out.len(), out[0].payload_len),
+        (1, 0),
+        "a pure ACK: {out:?}"
+    );
+    h.read_all();
+    h.advance(Duration::from_millis(1));
+    send(&mut h, id, &bytes(0, 100));
+    assert_eq!(h.tx().len(), 1);
+    assert_eq!(h.tcp.ack_stats().useless, 1);
+    h.ack_to(h.our_nxt + 100);
+
+    // The next request's pure ACK, then the answer only after the delayed-ACK time.
+    h.data(300, 300, true);
+    assert_eq!(h.tx().len(), 1);
+    h.read_all();
+    h.advance(Duration::from_millis(500));
+    let _ = h.tx();
+    send(&mut h, id, &bytes(100, 100));
+    assert!(!h.tx().is_empty());
+    assert_eq!(
+        h.tcp.ack_stats().useless,
+        1,
+        "the answer came too late to carry it"
+    );
+}

@@ -90,6 +90,9 @@ pub struct Options {
     pub warmup: f64,
     /// Rounds per case (medians are reported).
     pub runs: usize,
+    /// Think time in ns between an answer and the request it lets start (0: none), per
+    /// connection: the ABC field report's "20 ms gaps between requests".
+    pub gap_ns: u64,
     /// GRO on both stacks (weir-sink's default window), or none.
     pub gro: bool,
     /// The GRO flush window in ns.
@@ -150,6 +153,7 @@ struct Side {
     data_segments: u64,
     pure_acks: u64,
     piggybacked: u64,
+    useless: u64,
     retransmits: u64,
 }
 
@@ -160,6 +164,7 @@ impl Side {
             data_segments: b.tcp.data_segments_sent - a.tcp.data_segments_sent,
             pure_acks: b.ack.data_acks() - a.ack.data_acks(),
             piggybacked: b.ack.piggybacked - a.ack.piggybacked,
+            useless: b.ack.useless - a.ack.useless,
             retransmits: b.tcp.retransmits - a.tcp.retransmits,
         }
     }
@@ -195,6 +200,7 @@ struct Sample {
     piggybacked: f64,
     client_pure_acks: f64,
     server_pure_acks: f64,
+    useless: f64,
     retransmits: u64,
     lost: u64,
     duplicates: u64,
@@ -215,6 +221,9 @@ struct CConn {
     resp_off: u32,
     /// The transaction being read had a wrong byte.
     bad: bool,
+    /// Requests it may start now (with a think time: one per answer, once the time has
+    /// passed; without one, `burst`, always).
+    credits: u32,
 }
 
 /// The client lcore's state.
@@ -233,6 +242,10 @@ struct Client {
     peer_mac: [u8; 6],
     policy: AckPolicy,
     measuring: bool,
+    /// The think time between an answer and the request it lets start, in TSC cycles
+    /// (0: none), and the credits waiting for it: `(due, connection)`, in due order.
+    gap_tsc: u64,
+    thinking: VecDeque<(u64, u32)>,
     latency: Latency,
     done_in_window: u64,
     duplicates: u64,
@@ -284,7 +297,7 @@ impl Client {
                 return;
             }
             let partial = c.req_off > 0;
-            if !partial && (!self.issuing || c.sent_at.len() >= b) {
+            if !partial && (!self.issuing || c.sent_at.len() >= b || c.credits == 0) {
                 return;
             }
             let (txn, off) = (c.next_req, c.req_off);
@@ -300,6 +313,9 @@ impl Client {
             let c = &mut self.conns[k];
             if n > 0 && off == 0 {
                 c.sent_at.push_back(Clock::cycles());
+                if self.gap_tsc > 0 {
+                    c.credits -= 1;
+                }
             }
             c.req_off += n as u32;
             if c.req_off == q {
@@ -318,6 +334,7 @@ impl Client {
         let now_tsc = Clock::cycles();
         let c = &mut self.conns[k];
         let (lat, measuring) = (&mut self.latency, self.measuring);
+        let (gap, thinking) = (self.gap_tsc, &mut self.thinking);
         let (mut done, mut dup, mut bad) = (0u64, 0u64, 0u64);
         let res = self.p.tcp().recv(id, |slices| {
             let mut taken = 0usize;
@@ -354,6 +371,9 @@ impl Client {
                             bad += 1;
                         }
                         c.bad = false;
+                        if gap > 0 {
+                            thinking.push_back((now_tsc + gap, k as u32));
+                        }
                         c.answered += 1;
                         c.resp_off = 0;
                         done += 1;
@@ -417,6 +437,19 @@ impl Client {
                     }
                 }
             }
+        }
+    }
+
+    /// Gives back the credits whose think time has passed, and starts their requests.
+    fn think(&mut self, now: Instant, pool: &mut PortPool) {
+        let t = Clock::cycles();
+        while let Some(&(due, k)) = self.thinking.front() {
+            if due > t {
+                break;
+            }
+            self.thinking.pop_front();
+            self.conns[k as usize].credits += 1;
+            self.issue(now, k as usize, pool);
         }
     }
 
@@ -484,7 +517,7 @@ fn run_client(
     cfg: PipelineConfig,
     macs: ([u8; 6], [u8; 6]),
     policy: AckPolicy,
-    times: (f64, f64),
+    times: (f64, f64, u64),
     io: &mut ClientIo,
     phase: &AtomicU8,
 ) -> ClientReport {
@@ -511,6 +544,7 @@ fn run_client(
                 answered: 0,
                 resp_off: 0,
                 bad: false,
+                credits: shape.burst,
             })
             .collect(),
         by_slot: vec![u32::MAX; n],
@@ -523,6 +557,8 @@ fn run_client(
         peer_mac: macs.1,
         policy,
         measuring: false,
+        gap_tsc: (times.2 as u128 * u128::from(io.clock.hz()) / 1_000_000_000) as u64,
+        thinking: VecDeque::with_capacity(n * shape.burst as usize),
         latency: Latency::new(),
         done_in_window: 0,
         duplicates: 0,
@@ -554,6 +590,9 @@ fn run_client(
         cl.events(now, &mut io.pool);
         if cl.next_connect < shape.conns {
             cl.admit(now);
+        }
+        if !cl.thinking.is_empty() {
+            cl.think(now, &mut io.pool);
         }
         let sent = cl.p.poll_tx(now, &mut io.pool, &mut txb);
         if !txb.is_empty() {
@@ -900,7 +939,7 @@ fn case(rig: &Rig, o: &Options, shape: Shape) -> Result<Sample> {
     let ccfg = side_config(rig.gen_mac, GEN_IP, o, shape, false);
     let scfg = side_config(rig.rx_mac, RX_IP, o, shape, true);
     let macs = (rig.gen_mac, rig.rx_mac);
-    let (policy, times) = (o.ack_policy, (o.warmup, o.seconds));
+    let (policy, times) = (o.ack_policy, (o.warmup, o.seconds, o.gap_ns));
     let (ph, st, sl) = (phase.clone(), stop.clone(), slot.clone());
     let launched = rig.eal.remote_launch(rig.worker, move || {
         let r = run_client(shape, ccfg, macs, policy, times, &mut cio, &ph);
@@ -971,6 +1010,7 @@ fn case(rig: &Rig, o: &Options, shape: Shape) -> Result<Sample> {
         piggybacked: (cs.piggybacked + ss.piggybacked) as f64 / t,
         client_pure_acks: cs.pure_acks as f64 / t,
         server_pure_acks: ss.pure_acks as f64 / t,
+        useless: (cs.useless + ss.useless) as f64 / t,
         retransmits: cs.retransmits + ss.retransmits,
         lost: c.lost,
         duplicates: c.duplicates,
@@ -990,16 +1030,17 @@ pub fn run(o: &Options) -> Result<()> {
     let runs = o.runs.max(1);
     if !o.json {
         println!(
-            "weir-bench rr: weir client (worker lcore) -> ring pair -> weir echo server (main lcore); {} B requests, {} B responses, GRO {}, ACK policy {}, ACK counting {}, software checksums both ways; medians of {runs} rounds of {:.1} s",
+            "weir-bench rr: weir client (worker lcore) -> ring pair -> weir echo server (main lcore); {} B requests, {} B responses, GRO {}, ACK policy {}, ACK counting {}, software checksums both ways, think time {} ns; medians of {runs} rounds of {:.1} s",
             o.request,
             o.response,
             if o.gro { format!("on ({} ns)", o.gro_flush_ns) } else { "off".into() },
             o.ack_policy,
             o.ack_counting,
+            o.gap_ns,
             o.seconds
         );
         println!(
-            "{:>6} {:>6} {:>12} {:>9} {:>9} {:>9} {:>11} {:>11} {:>8} {:>8} {:>8}  clean",
+            "{:>6} {:>6} {:>12} {:>9} {:>9} {:>9} {:>11} {:>11} {:>8} {:>8} {:>8} {:>8}  clean",
             "conns",
             "burst",
             "txn/s",
@@ -1010,7 +1051,8 @@ pub fn run(o: &Options) -> Result<()> {
             "srv cyc/txn",
             "seg/txn",
             "pure/txn",
-            "pigg/txn"
+            "pigg/txn",
+            "usel/txn"
         );
     }
     for &conns in &o.conns {
@@ -1056,6 +1098,8 @@ fn print_row(o: &Options, shape: Shape, s: &[Sample]) {
             "piggybacked_acks_per_txn": m(|x| x.piggybacked),
             "client_pure_acks_per_txn": m(|x| x.client_pure_acks),
             "server_pure_acks_per_txn": m(|x| x.server_pure_acks),
+            "useless_acks_per_txn": m(|x| x.useless),
+            "gap_ns": o.gap_ns,
             "retransmits": sum(|x| x.retransmits),
             "gro": o.gro, "gro_flush_ns": o.gro_flush_ns,
             "ack_policy": o.ack_policy.to_string(),
@@ -1065,7 +1109,7 @@ fn print_row(o: &Options, shape: Shape, s: &[Sample]) {
         println!("{row}");
     } else {
         println!(
-            "{:>6} {:>6} {:>12.0} {:>9.2} {:>9.2} {:>9.2} {:>11.0} {:>11.0} {:>8.2} {:>8.2} {:>8.2}  {}",
+            "{:>6} {:>6} {:>12.0} {:>9.2} {:>9.2} {:>9.2} {:>11.0} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>8.3}  {}",
             shape.conns,
             shape.burst,
             m(|x| x.tps),
@@ -1077,6 +1121,7 @@ fn print_row(o: &Options, shape: Shape, s: &[Sample]) {
             m(|x| x.segments),
             m(|x| x.pure_acks),
             m(|x| x.piggybacked),
+            m(|x| x.useless),
             if clean {
                 "yes".to_string()
             } else {

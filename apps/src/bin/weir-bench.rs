@@ -169,6 +169,10 @@ struct RrArgs {
     /// Rounds per case (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Think time in ns between an answer and the request it lets start, per connection
+    /// (0: none; field report 000 used 20 ms gaps between requests).
+    #[arg(long, default_value_t = 0)]
+    gap_ns: u64,
     /// No GRO on either stack.
     #[arg(long)]
     no_gro: bool,
@@ -258,6 +262,7 @@ fn main() -> std::process::ExitCode {
             seconds: a.seconds,
             warmup: a.warmup,
             runs: a.runs,
+            gap_ns: a.gap_ns,
             gro: !a.no_gro,
             gro_flush_ns: a.gro_flush_ns,
             ack_policy: a.ack_policy,

@@ -133,6 +133,16 @@ impl AckState {
     pub fn ato(&self) -> Duration {
         self.ato
     }
+    /// One delayed-ACK time under this policy: how long an owed ACK may wait for a data
+    /// segment to carry it. Linux's current `ato`; `every:N`'s longest delay; `delay:NS`'s
+    /// delay.
+    pub fn delack_time(&self) -> Duration {
+        match self.policy.mode {
+            AckMode::Linux => self.ato,
+            AckMode::EveryN { max_delay, .. } => max_delay,
+            AckMode::Delay(d) => d,
+        }
+    }
     /// The current ACK state.
     pub fn delay(&self) -> AckDelay {
         self.delack

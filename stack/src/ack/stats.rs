@@ -67,6 +67,12 @@ pub struct AckStats {
     /// instead of a frame of their own (Linux `tcp_event_ack_sent`). Not counted by
     /// reason: no ACK frame was sent for them.
     pub piggybacked: u64,
+    /// Pure ACKs followed, within one delayed-ACK time
+    /// ([`AckState::delack_time`](super::AckState::delack_time)), by a data segment of the
+    /// same connection, which carried that acknowledgment too (or a later one): had the ACK waited, it would
+    /// have ridden on that segment (the "useless ACKs" of request/response traffic). Each
+    /// pure ACK counts at most once.
+    pub useless: u64,
 }
 
 impl AckStats {
@@ -97,6 +103,7 @@ impl AckStats {
         self.merged += o.merged;
         self.suppressed += o.suppressed;
         self.piggybacked += o.piggybacked;
+        self.useless += o.useless;
     }
     /// Pure data ACKs (excluding handshake, FIN, RST, challenge).
     pub fn data_acks(&self) -> u64 {

@@ -467,6 +467,15 @@ impl<B: PacketBuf> Tcp<B> {
                         match sent {
                             Sent::Ack(r) => {
                                 self.ctx.ack_stats.count(r);
+                                if !matches!(
+                                    r,
+                                    AckReason::Handshake
+                                        | AckReason::Fin
+                                        | AckReason::Rst
+                                        | AckReason::Challenge
+                                ) {
+                                    c.pure_ack_until = Some(now + c.ack.delack_time());
+                                }
                                 if tx_csum_offload {
                                     self.ctx.ack_stats.tx_csum_offloaded += 1;
                                 }
@@ -487,6 +496,9 @@ impl<B: PacketBuf> Tcp<B> {
                                     self.ctx.stats.bytes_sent += u64::from(len);
                                 }
                                 self.ctx.ack_stats.piggybacked += u64::from(piggybacked);
+                                if c.pure_ack_until.take().is_some_and(|u| now < u) {
+                                    self.ctx.ack_stats.useless += 1;
+                                }
                                 if fin {
                                     self.ctx.ack_stats.count(AckReason::Fin);
                                 }

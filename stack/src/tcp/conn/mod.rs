@@ -129,6 +129,9 @@ pub(crate) struct Conn<B> {
     pub(crate) acks: AckQueue,
     /// In `Ctx::due`: `poll_tx` will build what this connection owes.
     pub(crate) queued: bool,
+    /// When the last pure data ACK left and the delayed-ACK time then: a data segment
+    /// before that deadline makes it a useless ACK (`AckStats::useless`).
+    pub(crate) pure_ack_until: Option<Instant>,
     /// An active open in SYN-SENT or SYN-RECEIVED (`tcp/connect.rs`); `None` once
     /// established, and for passive opens.
     pub(crate) open: Option<ActiveOpen>,
@@ -270,6 +273,7 @@ impl<B: PacketBuf> Conn<B> {
             ack: AckState::new(p.ack, u32::from(p.advmss), init_rcv_mss, p.srtt),
             acks: AckQueue::new(p.ack_queue),
             queued: false,
+            pure_ack_until: None,
             open: None,
         }
     }
