@@ -8,13 +8,14 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 scripts/lab/flush-sweep.sh
 scripts/lab/psh.sh
 scripts/lab/abc.sh
+scripts/lab/rr.sh
 timeout 600 scripts/lab/compare-kernel.sh || echo "compare-kernel.sh failed (needs root for ip netns)" > "$OUT/compare_kernel.md"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT" <<'PY'
 import pathlib, re, sys
 out = pathlib.Path(sys.argv[1]); doc = pathlib.Path("docs/lab.md")
 text = doc.read_text() if doc.exists() else "# weir lab\n"
-for name in ["flush_sweep", "compare_kernel", "psh_mss", "abc"]:
+for name in ["flush_sweep", "compare_kernel", "psh_mss", "abc", "rr_abc", "rr_flush", "rr_gro"]:
     frag = out / f"{name}.md"
     if not frag.exists():
         continue

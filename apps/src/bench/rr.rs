@@ -139,11 +139,15 @@ impl Options {
 
 /// One case's shape.
 #[derive(Clone, Copy, Debug)]
-struct Shape {
-    conns: u32,
-    burst: u32,
-    request: u32,
-    response: u32,
+pub struct Shape {
+    /// Client connections.
+    pub conns: u32,
+    /// Transactions in flight per connection.
+    pub burst: u32,
+    /// Request bytes.
+    pub request: u32,
+    /// Response bytes.
+    pub response: u32,
 }
 
 /// What one side counted over the measured phase.
@@ -186,25 +190,43 @@ struct ClientReport {
 
 /// One case's figures.
 #[derive(Clone, Debug)]
-struct Sample {
-    tps: f64,
-    p50: f64,
-    p99: f64,
-    p999: f64,
-    transactions: u64,
-    seconds: f64,
-    client_cycles: f64,
-    server_cycles: f64,
-    segments: f64,
-    pure_acks: f64,
-    piggybacked: f64,
-    client_pure_acks: f64,
-    server_pure_acks: f64,
-    useless: f64,
-    retransmits: u64,
-    lost: u64,
-    duplicates: u64,
-    mismatches: u64,
+pub struct Sample {
+    /// Transactions per second over the measured phase.
+    pub tps: f64,
+    /// Latency percentiles in ns.
+    pub p50: f64,
+    #[allow(missing_docs)]
+    pub p99: f64,
+    #[allow(missing_docs)]
+    pub p999: f64,
+    /// Transactions completed in the measured phase.
+    pub transactions: u64,
+    /// Its length in seconds.
+    pub seconds: f64,
+    /// Busy TSC cycles per transaction, client and server side.
+    pub client_cycles: f64,
+    #[allow(missing_docs)]
+    pub server_cycles: f64,
+    /// Data segments per transaction, both directions.
+    pub segments: f64,
+    /// Pure data ACKs per transaction, both sides.
+    pub pure_acks: f64,
+    /// ACKs carried by data segments per transaction, both sides.
+    pub piggybacked: f64,
+    /// Pure ACKs per transaction by side.
+    pub client_pure_acks: f64,
+    #[allow(missing_docs)]
+    pub server_pure_acks: f64,
+    /// Useless ACKs per transaction (`AckStats::useless`), both sides.
+    pub useless: f64,
+    /// Retransmitted segments, both sides.
+    pub retransmits: u64,
+    /// Transactions never answered.
+    pub lost: u64,
+    /// Bytes no request asked for.
+    pub duplicates: u64,
+    /// Answers with a wrong byte (and server engine errors).
+    pub mismatches: u64,
 }
 
 /// The client's view of one connection.
@@ -914,7 +936,7 @@ fn side_config(
 }
 
 /// Runs one case: the client on the worker lcore, the server here.
-fn case(rig: &Rig, o: &Options, shape: Shape) -> Result<Sample> {
+pub(crate) fn case(rig: &Rig, o: &Options, shape: Shape) -> Result<Sample> {
     let phase = Arc::new(AtomicU8::new(PH_SETUP));
     let stop = Arc::new(AtomicBool::new(false));
     let slot: Arc<Mutex<Option<ClientReport>>> = Arc::new(Mutex::new(None));

@@ -40,6 +40,20 @@ enum Cmd {
         #[arg(long, default_value = "docs/lab")]
         out: PathBuf,
     },
+    /// Field reports 000, 003 and 004 as request/response transactions: weir-bench rr's
+    /// client and echo server on two lcores over the ring pair (bursts, ACK counting and
+    /// policies with and without think times, the GRO flush window, GRO on against off).
+    Rr {
+        /// Output directory.
+        #[arg(long, default_value = "docs/lab")]
+        out: PathBuf,
+        /// Seconds measured per case.
+        #[arg(long, default_value_t = 0.5)]
+        seconds: f64,
+        /// Rounds per case (medians).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -57,6 +71,15 @@ fn main() -> ExitCode {
         }),
         Cmd::Psh { out } => apps::lab::psh::run(&out),
         Cmd::Abc { out } => apps::lab::abc::run(&out),
+        Cmd::Rr {
+            out,
+            seconds,
+            rounds,
+        } => apps::lab::rr::run(&apps::lab::rr::Opts {
+            out,
+            seconds,
+            rounds,
+        }),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,7 +4,9 @@
 //!
 //! - [`flush`]: the GRO flush-timeout sweep (field report 004);
 //! - [`psh`]: quickack on PSH at an MSS boundary (field report 002);
-//! - [`abc`]: ACK counting against ACK policies, with and without gaps (field report 000).
+//! - [`abc`]: ACK counting against ACK policies, with and without gaps (field report 000);
+//! - [`rr`]: the field reports 000, 003 and 004 as transactions (`weir-bench rr` on the
+//!   ring pair).
 //!
 //! Arrival-pattern experiments run on the virtual clock ([`sim`]): deterministic, with a
 //! modelled link rate. Cycles per segment need real cycles: [`ring`] runs weir-gen and the
@@ -15,6 +17,7 @@ pub mod flush;
 pub mod plot;
 pub mod psh;
 pub mod ring;
+pub mod rr;
 pub mod sim;
 
 use std::path::Path;
