@@ -145,9 +145,8 @@ impl Epoll {
             return Err(io::Error::last_os_error()).context("epoll_create1");
         }
         // SAFETY: `fd` is a descriptor just created and owned by nothing else.
-        Ok(Epoll {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Epoll { fd })
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
@@ -211,6 +210,31 @@ fn cpu_ns() -> u64 {
     let ru = unsafe { ru.assume_init() };
     let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
     ns(ru.ru_utime) + ns(ru.ru_stime)
+}
+
+/// Raises this process's open-file limit to its hard limit (the soft one is often 1,024,
+/// below the connection counts the benchmark runs); returns the limit now in force.
+fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a writable rlimit; getrlimit only fills it.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `want` is a valid rlimit read by the call; raising the soft limit up to
+        // the hard one needs no privilege, and a refusal leaves the old limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            return want.rlim_cur;
+        }
+    }
+    lim.rlim_cur
 }
 
 // ---- the server ----
@@ -431,7 +455,7 @@ impl ServeConn {
                 Err(e) => return Err(e),
             }
         }
-        Ok(!(self.eof && !self.owes()))
+        Ok(!self.eof || self.owes())
     }
 
     /// The events to wait for: input while there is room for it, output while owed.
@@ -460,6 +484,7 @@ fn serve(a: &ServeArgs) -> Result<()> {
         )
     })?;
     listener.set_nonblocking(true)?;
+    raise_fd_limit();
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -753,7 +778,8 @@ fn client(a: &ClientArgs) -> Result<()> {
     if a.burst == 0 || a.burst > MAX_BURST {
         bail!("--burst {}: must be 1 to {MAX_BURST}", a.burst);
     }
-    if !(a.seconds > 0.0 && a.seconds.is_finite()) || !(a.warmup >= 0.0 && a.warmup.is_finite()) {
+    let finite_at_least = |v: f64, min: f64| v.is_finite() && v >= min;
+    if !finite_at_least(a.seconds, f64::MIN_POSITIVE) || !finite_at_least(a.warmup, 0.0) {
         bail!("--seconds must be above 0 and --warmup at least 0");
     }
     let row = run_client(a)?;
@@ -842,6 +868,8 @@ struct Driver {
     scratch: Vec<u8>,
     resets: u64,
     lost_on_reset: u64,
+    /// Connections not closed.
+    open: usize,
 }
 
 impl Driver {
@@ -856,6 +884,7 @@ impl Driver {
             let lost = conn.txns.in_flight();
             self.resets += 1;
             self.lost_on_reset += lost;
+            self.open -= 1;
             eprintln!("kernel rr: connection {c}: {why} ({lost} transaction(s) in flight lost)");
             // Counted once: what it had in flight is in `lost_on_reset` now.
             conn.txns.recv_k = conn.txns.started();
@@ -928,6 +957,15 @@ impl Driver {
 }
 
 fn run_client(a: &ClientArgs) -> Result<Row> {
+    // Each connection is a descriptor, and a few more are open (epoll, stdio).
+    let files = raise_fd_limit();
+    if files < a.conns as u64 + 16 {
+        bail!(
+            "--conns {} needs {} open files, the limit here is {files}: raise `ulimit -n`",
+            a.conns,
+            a.conns + 16
+        );
+    }
     let ep = Epoll::new()?;
     let mut conns = Vec::with_capacity(a.conns);
     for c in 0..a.conns {
@@ -947,6 +985,7 @@ fn run_client(a: &ClientArgs) -> Result<Row> {
         scratch: vec![0u8; SCRATCH],
         resets: 0,
         lost_on_reset: 0,
+        open: conns.len(),
     };
     let mut events = no_events(1024);
     let mut tally = Tally::default();
@@ -966,14 +1005,17 @@ fn run_client(a: &ClientArgs) -> Result<Row> {
         if tally.completed != last_done {
             (last_answer, last_done) = (now, tally.completed);
         }
-        let in_flight: u64 = conns.iter().map(|c| c.txns.in_flight()).sum();
-        let open = conns.iter().filter(|c| c.stream.is_some()).count();
+        // Sums over every connection only when a decision needs them: per wake-up they
+        // would cost O(conns) per transaction at 4,096 connections.
+        let in_flight =
+            |conns: &[ClientConn]| -> u64 { conns.iter().map(|c| c.txns.in_flight()).sum() };
         match phase {
             Phase::Warmup => {
-                let ready = conns
-                    .iter()
-                    .all(|c| c.stream.is_none() || c.txns.recv_k >= c.txns.burst);
-                if now >= warm_until && ready {
+                if now >= warm_until
+                    && conns
+                        .iter()
+                        .all(|c| c.stream.is_none() || c.txns.recv_k >= c.txns.burst)
+                {
                     phase = Phase::Measure;
                     hist = Latency::new();
                     (t0, cpu0, done0) = (now, cpu_ns(), tally.completed);
@@ -986,12 +1028,12 @@ fn run_client(a: &ClientArgs) -> Result<Row> {
                 }
             }
             Phase::Drain => {
-                if in_flight == 0 || now >= t1 + DRAIN {
+                if now >= t1 + DRAIN || in_flight(&conns) == 0 {
                     break;
                 }
             }
         }
-        if open == 0 {
+        if d.open == 0 {
             // Every connection failed: the measured phase ends here (it is empty if it
             // had not begun).
             if phase != Phase::Drain {
@@ -1002,11 +1044,15 @@ fn run_client(a: &ClientArgs) -> Result<Row> {
             }
             break;
         }
-        if in_flight > 0 && now.duration_since(last_answer) >= STALL && phase != Phase::Drain {
-            bail!(
-                "no transaction answered for {STALL:?} by {} ({in_flight} in flight on {open} connection(s))",
-                a.connect
-            );
+        if phase != Phase::Drain && now.duration_since(last_answer) >= STALL {
+            let n = in_flight(&conns);
+            if n > 0 {
+                bail!(
+                    "no transaction answered for {STALL:?} by {} ({n} in flight on {} connection(s))",
+                    a.connect,
+                    d.open
+                );
+            }
         }
         let next = match phase {
             Phase::Warmup => warm_until.max(now + Duration::from_millis(1)),
