@@ -10,6 +10,8 @@
 //! - [`stages`]: ns per segment of each receive-path stage;
 //! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`;
 //! - [`rr`]: request/response transactions between two weir stacks over the ring pair;
+//! - [`kernel_rr`]: the kernel's request/response on plain sockets (server and client),
+//!   the anchor of `weir-bench rr`;
 //! - [`latency`] and [`rr_bytes`]: the latency histogram and the transaction bytes of the
 //!   request/response benchmarks.
 
@@ -17,6 +19,7 @@ pub mod csum;
 pub mod e2e;
 pub mod gro;
 pub mod gro_fixture;
+pub mod kernel_rr;
 pub mod latency;
 pub mod loops;
 pub mod rr;

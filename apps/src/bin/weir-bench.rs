@@ -139,6 +139,12 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// The kernel's request/response on plain sockets (one thread, epoll, TCP_NODELAY): an
+    /// echo server and an RR client printing the RR-JSON row, the anchor beside `rr`.
+    KernelRr {
+        #[command(subcommand)]
+        cmd: apps::bench::kernel_rr::Command,
+    },
 }
 
 /// `weir-bench rr`'s options.
@@ -278,6 +284,7 @@ fn main() -> std::process::ExitCode {
             seconds,
             runs,
         } => apps::bench::tap::run(json, seconds, runs),
+        Cmd::KernelRr { cmd } => apps::bench::kernel_rr::run(cmd),
     };
     match r {
         Ok(()) => std::process::ExitCode::SUCCESS,
