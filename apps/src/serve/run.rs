@@ -345,9 +345,15 @@ where
         None => None,
     };
     let snapshots = metrics.as_ref().map(|_| Arc::new(ArrayQueue::new(64)));
-    let mut ctxs = Vec::with_capacity(usize::from(queues));
-    for q in 0..queues {
-        let mut link = net.link_on(q)?;
+    let links = (0..queues)
+        .map(|q| net.link_on(q))
+        .collect::<Result<Vec<_>>>()?;
+    let started = links.first().ok_or_else(|| anyhow!("no queue"))?.now();
+    let deadline = args
+        .duration
+        .map(|s| started + Duration::from_nanos((s * 1e9) as u64));
+    let mut ctxs = Vec::with_capacity(links.len());
+    for (q, mut link) in (0..queues).zip(links) {
         if let Some(cap) = &capture {
             link.set_capture(cap.for_core(usize::from(q), q));
         }
@@ -359,19 +365,9 @@ where
             max_conns,
             nodelay: args.nodelay(),
             stop: stop.clone(),
-            deadline: None,
+            deadline,
             snapshots: snapshots.clone(),
         });
-    }
-    let started = ctxs
-        .first()
-        .map(|c| c.link.now())
-        .ok_or_else(|| anyhow!("no queue"))?;
-    if let Some(s) = args.duration {
-        let d = started + Duration::from_nanos((s * 1e9) as u64);
-        for c in &mut ctxs {
-            c.deadline = Some(d);
-        }
     }
     let mac = net.mac.map(|b| format!("{b:02x}")).join(":");
     println!(
