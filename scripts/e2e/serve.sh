@@ -478,7 +478,6 @@ figure "curl, 10 MiB body" "$(awk '{ printf "%.0f", $1 / 1e6 }' "$work/curl.out"
 fi
 
 # ---- queues ---------------------------------------------------------------------------
-if part queues; then
 
 # per_core_sums NAME: each total's per-core figures added up, as "connections bytes_in
 # bytes_out rx_packets tcp_bytes_sent".
@@ -494,6 +493,8 @@ per_core_check() {
     "$(j "$name" '[.serve.connections, .serve.bytes_in, .serve.bytes_out, .rx_packets, .tcp_bytes_sent] | map(tostring) | join(" ")')"
   echo "       per core: $(j "$name" '[.per_core[] | "core \(.queue): \(.serve.connections) connections, \(.serve.bytes_in) bytes in"] | join("; ")')"
 }
+
+if part queues; then
 
 # Which core a client lands on is tun's choice (a hash of the flow, whose ephemeral port
 # is random): with QUEUE_CONNS flows both cores most likely work, but that is not
@@ -525,6 +526,7 @@ P=$work/capture.pcapng
 BEFORE_STOP=scrape CONNS=4 echo_case capture 2 --queues 2 --pcap "$P" --metrics "$METRICS_ADDR"
 per_core_check capture
 check "capture: the file exists" test -s "$P"
+check "capture: its section header names weir-serve as the writer" grep -qaE 'weir-serve [0-9]+\.[0-9]+' "$P"
 in_tcp=$(ts "$P" "tcp && frame.p2p_dir==1") out_tcp=$(ts "$P" "tcp && frame.p2p_dir==0")
 echo "       capture: $in_tcp TCP frames in, $out_tcp out; $(j capture .pcap_dropped) left out"
 check "capture: tshark sees TCP frames in" gt "$in_tcp" 0

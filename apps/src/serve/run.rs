@@ -322,6 +322,7 @@ where
                 path: path.clone(),
                 snaplen: args.pcap_snaplen,
                 max_bytes: args.pcap_max_mb.saturating_mul(1 << 20),
+                program: "weir-serve",
             },
             net.port_id(),
             usize::from(queues),
