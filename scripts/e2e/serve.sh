@@ -28,7 +28,8 @@
 #   two queues: the kernel's tun picks a queue per flow), every byte checked as above; the
 #   per-core figures must add up to the totals (which cores worked is printed, not
 #   asserted: tun's choice depends on the flows' hashes, which the clients' ephemeral
-#   ports make random). --app iperf3 --queues 2 is refused with its reason.
+#   ports make random); the same through --impair (each core has its own stages, whose
+#   counts must add up too). --app iperf3 --queues 2 is refused with its reason.
 # - capture: --pcap and --metrics on one --app echo --queues 2 run: tshark sees the TCP
 #   frames both ways and the file's frames are weir's count of them (weir-sink's
 #   accounting: seen = written + left out per direction); the Prometheus endpoint answers
@@ -501,6 +502,11 @@ if part queues; then
 # asserted, only that the cores' figures account for every connection and byte.
 CONNS=$QUEUE_CONNS echo_case echo_queues "$QUEUE_MB" --queues 2
 per_core_check echo_queues
+# Each core has its own pair of impairment stages (seeded apart).
+CONNS=4 echo_case echo_queues_impaired "$IMPAIRED_ECHO_MB" --queues 2 --impair "$IMPAIR,seed=23"
+per_core_check echo_queues_impaired
+check "echo_queues_impaired: the receive stages' drops add up over the cores, and weir retransmitted" \
+  eq "$(j echo_queues_impaired '(([.per_core[].impairment.dropped] | add) == .impairment.dropped) and .impairment.dropped > 0 and .impairment_tx.dropped > 0 and .tcp_retransmits > 0')" true
 
 echo "== --app iperf3 --queues 2 is refused"
 rc=0
