@@ -37,6 +37,8 @@ pub struct CaptureConfig {
     pub snaplen: u32,
     /// Largest file size in bytes (packet blocks); later frames are left out and counted.
     pub max_bytes: u64,
+    /// The program the file names as its writer (weir-sink, weir-serve).
+    pub program: &'static str,
 }
 
 /// One direction's counts: `seen == written + dropped` once the capture has finished.
@@ -133,7 +135,7 @@ impl Capture {
         let mut writer = PcapngWriter::create(
             eal,
             &cfg.path,
-            &format!("weir-sink {}", env!("CARGO_PKG_VERSION")),
+            &format!("{} {}", cfg.program, env!("CARGO_PKG_VERSION")),
             None,
         )
         .with_context(|| {

@@ -1,7 +1,8 @@
-//! The DPDK side of a program written on the stack's API (the examples in apps/examples/):
-//! the EAL with weir's embedded default (a net_tap vdev, `--no-pci`), one port with one
-//! queue and its mbuf pool ([`Net`]); a [`Link`] that receives and transmits bursts on it,
-//! through the impairment stage in both directions when asked (`--impair`); ARP
+//! The DPDK side of a program written on the stack's API (the examples in apps/examples/,
+//! weir-serve): the EAL with weir's embedded default (a net_tap vdev, `--no-pci`), one port
+//! with one queue pair per core and its mbuf pool ([`Net`]); a [`Link`] per queue pair that
+//! receives and transmits bursts on it, through the impairment stage in both directions
+//! when asked (`--impair`), and hands the frames to a capture (`--pcap`); ARP
 //! resolution of the next hop for an active open ([`Resolver`]); and the `--stats-json`
 //! report ([`report_json`]).
 //!
@@ -37,6 +38,7 @@ use stack::time::{Duration, Instant};
 use stack::wire::ipv4::protocol;
 use stack::wire::{arp, checksum, ethernet, icmp, ipv6, LocalAddrs};
 
+use crate::capture::CoreCapture;
 use crate::eal_args;
 
 /// The options every program on [`Net`] takes (flatten them into its own).
@@ -175,11 +177,13 @@ pub const RESERVED_MBUFS: usize =
 /// timestamp option), which is what one buffer of a send or receive queue holds.
 const SEG_BYTES: u32 = 1448;
 
-/// The EAL, one started port with one queue pair, and its mbuf pool.
+/// The EAL, one started port with one queue pair per core, and its mbuf pool.
 pub struct Net {
+    eal: Eal,
     port: Port,
     pool: Mempool,
     mbufs: u32,
+    queues: u16,
     clock: Clock,
     /// The port's MAC address.
     pub mac: [u8; 6],
@@ -197,26 +201,58 @@ impl Net {
     /// `--no-pci`, `--no-huge` without hugepages), the first port the EAL probed, and a
     /// pool of `args.mbufs` mbufs for it.
     pub fn open(prog: &str, eal: Option<Vec<String>>, args: &NetArgs) -> Result<Net> {
-        let eal_argv = eal.unwrap_or_else(|| eal_args::default_eal(prog, &args.tap_iface, 1));
+        Net::open_queues(prog, eal, args, 1)
+    }
+
+    /// [`Net::open`] with `queues` queue pairs, one per lcore (the embedded default gives
+    /// the EAL that many; given EAL options must). Flows spread over the queues by the
+    /// port's RSS; a port without RSS puts every flow on queue 0, which is warned of
+    /// ([`Port::queue_spread_warning`]).
+    pub fn open_queues(
+        prog: &str,
+        eal: Option<Vec<String>>,
+        args: &NetArgs,
+        queues: u16,
+    ) -> Result<Net> {
+        let queues = queues.max(1);
+        let eal_argv = eal
+            .unwrap_or_else(|| eal_args::default_eal(prog, &args.tap_iface, usize::from(queues)));
         let eal = Eal::init(&eal_argv).context("starting DPDK (EAL)")?;
+        let lcores = eal.worker_lcores().len() + 1;
+        if lcores < usize::from(queues) {
+            bail!(
+                "--queues {queues} needs {queues} lcores but the EAL has {lcores}: pass -l 0-{} in the EAL options",
+                queues - 1
+            );
+        }
         let port_id = *eal.ports().first().ok_or_else(|| {
             anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap)")
         })?;
         let pool = Mempool::new(&eal, "weir_net", args.mbufs, 256, 2048 + 128)
             .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
-        let mut port = Port::configure(&eal, port_id, pool, &PortConfig::default())
+        let port_cfg = PortConfig {
+            rx_queues: queues,
+            tx_queues: queues,
+            ..PortConfig::default()
+        };
+        let mut port = Port::configure(&eal, port_id, pool, &port_cfg)
             .with_context(|| format!("configuring port {port_id}"))?;
         port.start()
             .with_context(|| format!("starting port {port_id}"))?;
+        if let Some(w) = port.queue_spread_warning() {
+            tracing::warn!("{w}");
+        }
         let mac = port.mac()?;
         // A frame the TX stage duplicates or holds must be complete before it is copied
         // (a copy carries no offload request), so impaired transmits are checksummed in
         // software by the stack.
         let tx_csum = port.tx_csum_caps().ipv4_tcp() && args.impair.is_none();
         Ok(Net {
+            eal,
             port,
             pool,
             mbufs: args.mbufs,
+            queues,
             clock: Clock::new(&eal),
             mac,
             ip: args.ip,
@@ -232,12 +268,15 @@ impl Net {
     /// the core's out-of-order data, but not the sum over connections: with more
     /// connections than the pool holds at full queues, queues fill the pool and then no
     /// frame can be built (no data, retransmission or ACK) and the RX ring cannot be
-    /// refilled, so every connection stalls. So: out-of-order data gets a quarter of the
-    /// pool less [`RESERVED_MBUFS`], each connection's queues are counted in buffers of one
-    /// full segment (and capped there), and `max_conns` (default: as many as fit) is the
-    /// connection table's size. Returns the number of connections that fit.
+    /// refilled, so every connection stalls. So: each core gets an equal share of the
+    /// pool (one per queue); out-of-order data gets a quarter of a share less
+    /// [`RESERVED_MBUFS`], each connection's queues are counted in buffers of one full
+    /// segment (and capped there), and `max_conns` (default: as many as fit) is the
+    /// size of each core's connection table. Returns the number of connections that fit
+    /// on one core.
     pub fn size_tcp(&self, tcp: &mut TcpConfig, max_conns: Option<usize>) -> Result<usize> {
-        let usable = (self.mbufs as usize).saturating_sub(RESERVED_MBUFS);
+        let share = self.mbufs as usize / usize::from(self.queues);
+        let usable = share.saturating_sub(RESERVED_MBUFS);
         tcp.ooo_core_slices = usable / 4;
         tcp.ooo_core_bytes = tcp.ooo_core_slices * SEG_BYTES as usize;
         tcp.snd_slices = tcp.snd_slices.min(tcp.snd_buf.div_ceil(SEG_BYTES) as usize);
@@ -249,14 +288,15 @@ impl Net {
         let fit = (usable - tcp.ooo_core_slices) / per_conn.max(1);
         if fit == 0 {
             bail!(
-                "--mbufs {} is too few: one connection's queues need {per_conn} mbufs beyond the {RESERVED_MBUFS} the port and the frames keep and a quarter for out-of-order data",
-                self.mbufs
+                "--mbufs {} is too few: one connection's queues need {per_conn} mbufs beyond the {RESERVED_MBUFS} the port and the frames keep and a quarter for out-of-order data, on each of the {} cores",
+                self.mbufs,
+                self.queues
             );
         }
         tcp.max_conns = match max_conns {
             Some(n) if n > fit => {
                 tracing::warn!(
-                    "{n} connections at full queues would need more than the {} mbufs of the pool: {fit} fit (raise --mbufs)",
+                    "{n} connections at full queues would need more than a core's share of the {} mbufs of the pool: {fit} fit (raise --mbufs)",
                     self.mbufs
                 );
                 n
@@ -279,15 +319,23 @@ impl Net {
         }
     }
 
-    /// The port's queue pair, its transmit pool and the impairment stages.
+    /// The port's first queue pair, its transmit pool and the impairment stages.
     pub fn link(&self) -> Result<Link> {
+        self.link_on(0)
+    }
+
+    /// Queue pair `queue` ([`Net::open_queues`]), its transmit pool and its own
+    /// impairment stages (seeded apart from the other queues').
+    pub fn link_on(&self, queue: u16) -> Result<Link> {
         let stage = |dir: u64| {
-            self.impair
-                .map(|(cfg, seed)| Impairment::<Mbuf>::new(cfg, seed.unwrap_or(0x5eed) ^ dir))
+            self.impair.map(|(cfg, seed)| {
+                let seed = seed.unwrap_or(0x5eed) ^ dir ^ (u64::from(queue) << 8);
+                Impairment::<Mbuf>::new(cfg, seed)
+            })
         };
         Ok(Link {
-            rx: self.port.rx_queue(0)?,
-            tx: self.port.tx_queue(0)?,
+            rx: self.port.rx_queue(queue)?,
+            tx: self.port.tx_queue(queue)?,
             pool: StashPool::new(self.pool.for_port(self.port.id())),
             mempool: self.pool,
             clock: self.clock,
@@ -296,7 +344,23 @@ impl Net {
             tx_packets: 0,
             tx_dropped: 0,
             mbufs_in_use_peak: 0,
+            capture: None,
         })
+    }
+
+    /// The EAL (for what needs it after the port: `--pcap`'s capture).
+    pub fn eal(&self) -> Eal {
+        self.eal
+    }
+
+    /// The port's id.
+    pub fn port_id(&self) -> u16 {
+        self.port.id()
+    }
+
+    /// Queue pairs of the port ([`Net::open_queues`]).
+    pub fn queues(&self) -> u16 {
+        self.queues
     }
 
     /// Mbufs of the pool in use now.
@@ -309,6 +373,11 @@ impl Net {
     /// else that holds mbufs (the pipeline) first.
     pub fn close(self, link: Link) -> Result<u64> {
         drop(link);
+        self.close_port()
+    }
+
+    /// [`Net::close`] once every [`Link`] is gone (dropped by the cores that held them).
+    pub fn close_port(self) -> Result<u64> {
         self.port.close().context("closing the port")?;
         Ok(self.pool.in_use() as u64)
     }
@@ -329,6 +398,7 @@ pub struct Link {
     pub tx_dropped: u64,
     /// The most mbufs [`Link::note_pool`] saw in use.
     pub mbufs_in_use_peak: u64,
+    capture: Option<CoreCapture>,
 }
 
 impl Link {
@@ -342,10 +412,19 @@ impl Link {
         &mut self.pool
     }
 
+    /// Captures what this link receives from and hands to the port (`--pcap`): the
+    /// frames on the wire, before the receive stage and after the transmit stage.
+    pub fn set_capture(&mut self, capture: CoreCapture) {
+        self.capture = Some(capture);
+    }
+
     /// Receives a burst into `rx`: what the port has, through the receive stage (which
     /// then hands on what is due at `now`). Returns the frames in `rx`.
     pub fn rx_burst(&mut self, now: Instant, rx: &mut Burst<Mbuf>) -> usize {
         self.rx.rx_burst(rx);
+        if let Some(cap) = self.capture.as_mut() {
+            cap.rx(rx.iter());
+        }
         if let Some(imp) = self.impair_rx.as_mut() {
             let pool = self.mempool;
             for b in rx.drain(..) {
@@ -381,6 +460,9 @@ impl Link {
         }
         if out.is_empty() {
             return;
+        }
+        if let Some(cap) = self.capture.as_mut() {
+            cap.tx(out.iter());
         }
         self.tx_packets += self.tx.tx_burst(out) as u64;
         self.tx_dropped += out.len() as u64;
@@ -425,6 +507,27 @@ pub struct LinkStats {
     pub tx_dropped: u64,
     /// The most mbufs seen in use ([`Link::note_pool`]).
     pub mbufs_in_use_peak: u64,
+}
+
+impl LinkStats {
+    /// Adds another queue's counters (the peak is the pool's, so the larger one).
+    pub fn merge(&mut self, o: &LinkStats) {
+        for (a, b) in [
+            (&mut self.impair_rx, &o.impair_rx),
+            (&mut self.impair_tx, &o.impair_tx),
+        ] {
+            a.offered += b.offered;
+            a.dropped += b.dropped;
+            a.duplicated += b.duplicated;
+            a.reordered += b.reordered;
+            a.corrupted += b.corrupted;
+            a.overflow += b.overflow;
+            a.delivered += b.delivered;
+        }
+        self.tx_packets += o.tx_packets;
+        self.tx_dropped += o.tx_dropped;
+        self.mbufs_in_use_peak = self.mbufs_in_use_peak.max(o.mbufs_in_use_peak);
+    }
 }
 
 /// A copy of `m` from `pool` (the duplicate the impairment delivers), or `None` when the

@@ -138,6 +138,19 @@ impl Tally {
             self.reports.push(r);
         }
     }
+
+    /// Adds another core's counters, digests and reports (within the same bounds).
+    pub fn merge(&mut self, o: Tally) {
+        for (k, v) in o.counters {
+            self.add(k, v);
+        }
+        for d in o.digests {
+            self.digest(d);
+        }
+        for r in o.reports {
+            self.report(r);
+        }
+    }
 }
 
 /// An engine weir-serve runs: an [`App`] with a name and counters.
@@ -170,6 +183,21 @@ pub struct GlueCounts {
     pub short_writes: u64,
     /// Times an engine woke another connection.
     pub wakes: u64,
+}
+
+impl GlueCounts {
+    /// Adds another core's counts.
+    pub fn merge(&mut self, o: &GlueCounts) {
+        self.opened += o.opened;
+        self.closed += o.closed;
+        self.reset += o.reset;
+        self.open_at_stop += o.open_at_stop;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.app_errors += o.app_errors;
+        self.short_writes += o.short_writes;
+        self.wakes += o.wakes;
+    }
 }
 
 /// One connection's engine and where it is in its life.

@@ -24,6 +24,7 @@
 //! stay in the TCP receive queue and the window closes, so a peer that never reads cannot
 //! make the server grow.
 
+mod core_loop;
 mod counters;
 pub mod discard;
 pub mod echo;

@@ -145,6 +145,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
                 path: path.clone(),
                 snaplen: args.pcap_snaplen,
                 max_bytes: args.pcap_max_mb.saturating_mul(1 << 20),
+                program: "weir-sink",
             },
             port_id,
             usize::from(queues),
