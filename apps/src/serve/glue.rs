@@ -32,6 +32,7 @@ use stack::flow::FlowKey;
 use stack::tcp::{ConnId, Event, State, Tcp};
 use stack::time::Instant;
 
+use super::write_dir::FileRecord;
 use super::{App, AppError, Sink};
 use crate::report::DigestRecord;
 
@@ -117,6 +118,8 @@ pub struct Tally {
     pub digests: Vec<DigestRecord>,
     /// Per-session reports (iperf3's tests), at most [`MAX_REPORTS`].
     pub reports: Vec<Value>,
+    /// Per-connection files (`--app sink --write-dir`), known once the writer has stopped.
+    pub files: Vec<FileRecord>,
 }
 
 impl Tally {
@@ -147,6 +150,13 @@ pub trait ServeApp: App {
 
     /// Adds what the server side finished since the last call (iperf3's sessions).
     fn tally_server(_server: &mut Self::Server, _t: &mut Tally) {}
+
+    /// The connection's flow, right after [`App::accept`] (the sink names its file after it).
+    fn opened(&mut self, _server: &mut Self::Server, _flow: Option<&FlowKey>) {}
+
+    /// Weir is stopping and every connection has ended: the server finishes what it runs
+    /// beside the core (the sink's file writer) and adds its totals.
+    fn stop_server(_server: &mut Self::Server, _t: &mut Tally) {}
 }
 
 /// The glue's own counters.
@@ -281,6 +291,7 @@ impl<A: ServeApp> Glue<A> {
             self.counts.open_at_stop += 1;
             self.ended(now, id, "open");
         }
+        A::stop_server(&mut self.server, &mut self.tally);
     }
 
     fn get(&mut self, id: ConnId) -> Option<&mut Conn<A>> {
@@ -310,10 +321,12 @@ impl<A: ServeApp> Glue<A> {
         if self.nodelay {
             let _ = tcp.set_nodelay(id, true);
         }
-        let app = A::accept(&mut self.server, now, token(id));
+        let mut app = A::accept(&mut self.server, now, token(id));
+        let flow = tcp.flow(id);
+        app.opened(&mut self.server, flow.as_ref());
         self.conns[i] = Some(Conn {
             id,
-            flow: tcp.flow(id),
+            flow,
             app,
             fin: false,
             told_fin: false,
@@ -500,7 +513,11 @@ impl<A: ServeApp> Glue<A> {
                 tracing::warn!("{flow}: {e}; closing the connection");
             }
         }
-        if !c.closing && c.app.wants_close(server) && !c.app.output_pending(server) {
+        if !c.closing && c.app.wants_reset(server) {
+            c.closing = true;
+            // Its `Event::Reset` ends the engine.
+            let _ = tcp.abort(id);
+        } else if !c.closing && c.app.wants_close(server) && !c.app.output_pending(server) {
             c.closing = true;
             // Our FIN after the queued bytes (or a RST if the peer's bytes came after
             // the engine stopped reading: nothing is left unread here).

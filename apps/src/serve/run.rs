@@ -28,7 +28,7 @@ use stack::tcp::TcpConfig;
 use stack::time::{Duration, Instant};
 
 use super::glue::{Glue, GlueCounts, ServeApp, Tally};
-use super::{discard, echo, http, iperf3, sockperf, tbench};
+use super::{discard, echo, http, iperf3, sockperf, tbench, write_dir};
 use crate::eal_args;
 use crate::net::{self, Net, NetArgs, OnOff, StackArgs};
 
@@ -149,6 +149,10 @@ pub struct ServeArgs {
     /// (--app sink).
     #[arg(long)]
     pub digest: bool,
+    /// Write each connection's bytes to a file of its own in DIR, named by its 4-tuple and
+    /// start time (--app sink; see docs/serve.md).
+    #[arg(long, value_name = "DIR")]
+    pub write_dir: Option<std::path::PathBuf>,
     /// Read options from a TOML file (keys are the long options, e.g. `app = "http"`,
     /// `http_body = 10485760`); options on the command line override it.
     #[arg(long, value_name = "FILE")]
@@ -166,6 +170,9 @@ impl ServeArgs {
             if !(d.is_finite() && d > 0.0) {
                 bail!("--duration {d}: give a positive number of seconds");
             }
+        }
+        if self.write_dir.is_some() && self.app != AppKind::Sink {
+            bail!("--write-dir is an option of --app sink only");
         }
         if self.app == AppKind::Tbench && self.port.is_some_and(|p| p != tbench::TBENCH_PORT) {
             tracing::warn!(
@@ -205,6 +212,7 @@ impl ServeArgs {
             "impair": self.net.impair.is_some(),
             "http_body": self.http_body,
             "digest": self.digest,
+            "write_dir": self.write_dir.as_ref().map(|d| d.display().to_string()),
         })
     }
 }
@@ -267,6 +275,11 @@ pub fn run(args: ServeArgs, eal: Option<Vec<String>>) -> Result<()> {
             eal,
             discard::Config {
                 digest: args.digest,
+                write_dir: args
+                    .write_dir
+                    .as_deref()
+                    .map(write_dir::WriteDir::start)
+                    .transpose()?,
             },
         ),
     }
@@ -366,6 +379,7 @@ fn serve<A: ServeApp>(args: &ServeArgs, eal: Option<Vec<String>>, server: A::Ser
                 "flow": d.flow, "local_port": d.local_port, "bytes": d.bytes,
                 "sha256": d.sha256, "end": d.end,
             })).collect::<Vec<_>>(),
+            "files": tally.files.iter().map(write_dir::FileRecord::json).collect::<Vec<_>>(),
             "settings": args.settings_json(max_conns),
             "duration_s": seconds,
         });
@@ -417,4 +431,5 @@ fn print_summary(
     for r in &t.reports {
         println!("  session {r}");
     }
+    write_dir::print_files(&t.files);
 }
