@@ -268,7 +268,7 @@ mod tests {
     fn sink(dir: &Path, open: Opener) -> (Config, Discard) {
         let mut cfg = Config {
             digest: true,
-            write_dir: Some(WriteDir::with_opener(dir, open).unwrap()),
+            write_dir: Some(WriteDir::with_opener(dir, open, CHUNKS).unwrap()),
         };
         let mut d = Discard::accept(&mut cfg, Instant::ZERO, TOKEN);
         d.set_flow(&mut cfg, Some(&flow()));
@@ -388,7 +388,11 @@ mod tests {
     static GATE: AtomicBool = AtomicBool::new(false);
 
     fn gated_open(p: &Path) -> std::io::Result<std::fs::File> {
-        while !GATE.load(Ordering::Acquire) {
+        // A test that fails before it opens the gate must not hang here.
+        for _ in 0..20_000 {
+            if GATE.load(Ordering::Acquire) {
+                break;
+            }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         write_dir::create_new(p)

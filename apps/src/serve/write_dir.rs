@@ -239,11 +239,12 @@ impl WriteDir {
     /// Checks that `dir` is a writable directory (by creating and removing a probe file)
     /// and starts the writer thread.
     pub fn start(dir: &Path) -> Result<Self> {
-        Self::with_opener(dir, create_new)
+        Self::with_opener(dir, create_new, CHUNKS)
     }
 
-    /// As [`WriteDir::start`], with files opened by `open` (the tests' seam).
-    pub fn with_opener(dir: &Path, open: Opener) -> Result<Self> {
+    /// As [`WriteDir::start`], with files opened by `open` and `chunks` chunks in the free
+    /// list (the tests' seams).
+    pub fn with_opener(dir: &Path, open: Opener, chunks: usize) -> Result<Self> {
         let meta = std::fs::metadata(dir)
             .with_context(|| format!("--write-dir {}: cannot use it", dir.display()))?;
         if !meta.is_dir() {
@@ -255,15 +256,15 @@ impl WriteDir {
         })?;
         let _ = std::fs::remove_file(&probe);
         let shared = Arc::new(Shared {
-            free: ArrayQueue::new(CHUNKS),
-            work: ArrayQueue::new(CHUNKS + 2 * MAX_FILES),
+            free: ArrayQueue::new(chunks.max(1)),
+            work: ArrayQueue::new(chunks.max(1) + 2 * MAX_FILES),
             done: ArrayQueue::new(2 * MAX_FILES + 64),
             open_files: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             errors: AtomicU64::new(0),
         });
-        for _ in 0..CHUNKS {
-            // The queue has room for exactly CHUNKS.
+        for _ in 0..chunks.max(1) {
+            // The queue has room for exactly this many.
             let _ = shared.free.push(vec![0u8; CHUNK].into_boxed_slice());
         }
         let s = Arc::clone(&shared);
@@ -425,10 +426,10 @@ impl WriteDir {
 }
 
 impl Drop for WriteDir {
+    /// Without [`WriteDir::stop`] (an error path): the writer is told to stop once its
+    /// queue is empty, and not waited for.
     fn drop(&mut self) {
-        if self.thread.is_some() {
-            let _ = self.stop();
-        }
+        self.shared.stop.store(true, Ordering::Release);
     }
 }
 
