@@ -109,7 +109,7 @@ wait_listening() {
 
 j() { jq -r "$2" "$work/$1.json"; }
 # A --write-dir file's name: the kernel's address and port, weir's, the start in ns.
-WRITE_DIR_NAME_RE='198\.18\.0\.2_[0-9]+-198\.18\.0\.1_5001-[0-9]+\.bin$'
+WRITE_DIR_NAME_RE='198\.18\.0\.2_[0-9]+-198\.18\.0\.1_5001-[0-9]+\.bin'
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 # num_after FILE TEXT: the first number after TEXT in FILE ("none" if absent).
 num_after() {
@@ -403,7 +403,7 @@ check "sink_files: one file, complete, every byte written" \
   eq "$(j sink_files '"\(.files | length) \(.files[0].complete) \(.files[0].written)"')" "1 true $((WRITE_MB << 20))"
 file=$(j sink_files '.files[0].path')
 check "sink_files: the file is named by the 4-tuple and start time" \
-  eq "$(basename "$file" | grep -cE "^$WRITE_DIR_NAME_RE")" 1
+  eq "$(basename "$file" | grep -cE "^$WRITE_DIR_NAME_RE\$")" 1
 check "sink_files: the file's SHA-256 is the sent data's" eq "$(sha "$file")" "$want"
 check "sink_files: weir's digest of the connection is the sent data's" eq "$(j sink_files '.digests[0].sha256')" "$want"
 rm -rf "$work/files"
@@ -423,6 +423,7 @@ check "sink_full: socat's transfer failed (status $rc; 124 would be a hang)" \
 check "sink_full: socat saw the connection reset" \
   grep -qE 'Connection reset by peer|Broken pipe' "$work/sink_full_socat.out"
 serve_stop sink_full
+grep -F -- '--write-dir:' "$work/sink_full.log" | sed 's/^/       /' || true
 check "sink_full: weir-serve logged ENOSPC with the file's name" \
   grep -qE "cannot write $work/tiny/$WRITE_DIR_NAME_RE: No space left on device" "$work/sink_full.log"
 check "sink_full: its summary names the incomplete file" \
@@ -430,6 +431,8 @@ check "sink_full: its summary names the incomplete file" \
 check "sink_full: one write error, the file incomplete with its error, the connection reset" \
   eq "$(j sink_full '"\(.app_counters.write_errors) \(.files[0].complete) \(.files[0].error != null) \(.serve.reset)"')" \
   "1 false true 1"
+check "sink_full: the file's size is what weir says it wrote" \
+  eq "$(stat -c %s "$(j sink_full '.files[0].path')")" "$(j sink_full '.files[0].written')"
 check "sink_full: no panic" test "$(grep -c panicked "$work/sink_full.log")" = 0
 umount "$work/tiny"
 fi

@@ -49,7 +49,8 @@ pub enum AppKind {
     /// paths 404; default port 8080.
     Http,
     /// weir-sink's application: consume everything (and digest it with --digest), write
-    /// nothing; default port 5001, weir-sink's.
+    /// nothing back (each connection to a file with --write-dir); default port 5001,
+    /// weir-sink's.
     Sink,
 }
 

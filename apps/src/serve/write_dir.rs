@@ -154,7 +154,7 @@ pub struct FileRecord {
     pub path: String,
     /// Bytes the connection handed to the writer.
     pub received: u64,
-    /// Bytes written to the file.
+    /// Bytes written to the file: its size.
     pub written: u64,
     /// How the connection ended: `closed` (the peer's FIN came), `reset`, or `open` when
     /// weir stopped first.
@@ -373,6 +373,9 @@ impl WriteDir {
             return (Vec::new(), WriteTotals::default());
         };
         while !self.overflow.is_empty() {
+            // Wake-ups no longer matter, and a writer waiting to push one must not wait
+            // for us while we wait for it.
+            while self.shared.done.pop().is_some() {}
             self.flush_overflow();
             std::thread::sleep(IDLE_NAP);
         }
@@ -538,9 +541,8 @@ fn writer(shared: &Shared, open: Opener) -> (Vec<FileRecord>, WriteTotals) {
             Msg::Data { id, chunk, len } => {
                 if let Some(f) = files.get_mut(&id) {
                     if let Some(file) = f.file.as_mut() {
-                        match file.write_all(&chunk[..len]) {
-                            Ok(()) => f.written += len as u64,
-                            Err(e) => fail(shared, f, "cannot write", &e),
+                        if let Err(e) = write_counted(file, &chunk[..len], &mut f.written) {
+                            fail(shared, f, "cannot write", &e);
                         }
                     }
                 }
@@ -597,6 +599,23 @@ fn writer(shared: &Shared, open: Opener) -> (Vec<FileRecord>, WriteTotals) {
     }
     totals.errors = shared.errors.load(Ordering::Relaxed);
     (records, totals)
+}
+
+/// Writes all of `buf` as `write_all` does, counting in `written` every byte the file took
+/// (a write cut short by a full disk counts what it wrote), so `written` is the file's size.
+fn write_counted(file: &mut File, mut buf: &[u8], written: &mut u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                *written += n as u64;
+                buf = &buf[n..];
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The file's first error: logged (the first [`LOGGED_ERRORS`] files), counted, the file
