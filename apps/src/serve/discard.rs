@@ -226,7 +226,7 @@ mod tests {
     use crate::serve::glue::{ConnEnd, ServeApp, Tally, STAGE};
     use crate::serve::testing::drive;
     use crate::serve::write_dir::testing::TempDir;
-    use crate::serve::write_dir::{Opener, CHUNK, CHUNKS};
+    use crate::serve::write_dir::{Opener, CHUNK, CHUNKS, MAX_FILES};
     use crate::serve::SendBuf;
 
     #[test]
@@ -268,7 +268,7 @@ mod tests {
     fn sink(dir: &Path, open: Opener) -> (Config, Discard) {
         let mut cfg = Config {
             digest: true,
-            write_dir: Some(WriteDir::with_opener(dir, open, CHUNKS).unwrap()),
+            write_dir: Some(WriteDir::with_opener(dir, open, CHUNKS, MAX_FILES).unwrap()),
         };
         let mut d = Discard::accept(&mut cfg, Instant::ZERO, TOKEN);
         d.set_flow(&mut cfg, Some(&flow()));
@@ -503,5 +503,95 @@ mod tests {
             "{e}"
         );
         assert_eq!(t.counters["write_errors"], 1);
+    }
+
+    /// Three connections on one writer with 2 chunks and 1 file slot between them.
+    #[test]
+    fn connections_share_the_chunks_and_wait_their_turn_for_a_file() {
+        let dir = TempDir::new("share");
+        let mut cfg = Config {
+            digest: false,
+            write_dir: Some(WriteDir::with_opener(&dir.0, write_dir::create_new, 2, 1).unwrap()),
+        };
+        let flow_of = |i: u16| {
+            FlowKey::v4(
+                Ipv4Addr::new(198, 18, 0, 2),
+                40000 + i,
+                Ipv4Addr::new(198, 18, 0, 1),
+                5001,
+            )
+        };
+        let mut conns: Vec<Discard> = (0..3u16)
+            .map(|i| {
+                let mut d = Discard::accept(&mut cfg, Instant::ZERO, u64::from(i));
+                d.set_flow(&mut cfg, Some(&flow_of(i)));
+                d
+            })
+            .collect();
+        let mut sink = SendBuf::new(0);
+        // The first has the only slot: the second consumes nothing until it is free.
+        assert_eq!(
+            conns[1].on_data(&mut cfg, Instant::ZERO, b"x", &mut sink),
+            Ok(0)
+        );
+        // The third ends (reset) while waiting: no file, counted.
+        let mut t = Tally::default();
+        let info = |end| ConnEnd {
+            flow: String::new(),
+            local_port: 5001,
+            end,
+        };
+        conns[2].tally(&mut cfg, &mut t, &info("reset"));
+        assert_eq!(t.counters["files_never_opened"], 1);
+        // The other two in turns, 10 kB offered at a time, to their FIN.
+        let data = [
+            pattern(300_000),
+            pattern(200_000)
+                .iter()
+                .map(|b| b ^ 0x5a)
+                .collect::<Vec<u8>>(),
+        ];
+        let (mut off, mut fin) = ([0usize; 2], [false; 2]);
+        for _ in 0..200_000 {
+            if fin == [true; 2] && conns[0].wants_close(&cfg) && conns[1].wants_close(&cfg) {
+                break;
+            }
+            for i in 0..2 {
+                if off[i] < data[i].len() {
+                    let piece = &data[i][off[i]..(off[i] + 10_000).min(data[i].len())];
+                    off[i] += conns[i]
+                        .on_data(&mut cfg, Instant::ZERO, piece, &mut sink)
+                        .unwrap();
+                } else if !fin[i] {
+                    conns[i].on_peer_closed(&mut cfg, Instant::ZERO);
+                    fin[i] = true;
+                }
+            }
+            while Discard::take_woken(&mut cfg).is_some() {}
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        for c in &mut conns[..2] {
+            assert!(c.wants_close(&cfg), "a connection never finished");
+            c.tally(&mut cfg, &mut t, &info("closed"));
+        }
+        Discard::stop_server(&mut cfg, &mut t);
+        assert_eq!(t.files.len(), 2);
+        for (i, d) in data.iter().enumerate() {
+            let f = t
+                .files
+                .iter()
+                .find(|f| f.path.contains(&format!("_{}-", 40000 + i)))
+                .unwrap();
+            assert!(f.complete, "{f:?}");
+            assert!(std::fs::read(&f.path).unwrap() == *d, "file {i} differs");
+        }
+        assert_eq!(
+            (t.counters["files"], t.counters["files_incomplete"]),
+            (2, 0)
+        );
+        assert!(
+            t.counters["write_stalls"] > 0,
+            "the second never waited for the slot"
+        );
     }
 }

@@ -903,12 +903,12 @@ mod tests {
     #[test]
     fn sink_write_dir_closes_the_window_while_the_writer_is_behind_and_loses_nothing() {
         use crate::serve::discard::{self, Discard};
-        use crate::serve::write_dir::{testing::TempDir, WriteDir, CHUNK};
+        use crate::serve::write_dir::{testing::TempDir, WriteDir, CHUNK, MAX_FILES};
         let dir = TempDir::new("glue-gate");
         let data = pattern(3 << 20);
         let cfg = discard::Config {
             digest: true,
-            write_dir: Some(WriteDir::with_opener(&dir.0, gated_open, 4).unwrap()),
+            write_dir: Some(WriteDir::with_opener(&dir.0, gated_open, 4, MAX_FILES).unwrap()),
         };
         let client = Client {
             to_send: data.clone(),
@@ -955,11 +955,11 @@ mod tests {
     #[test]
     fn sink_write_dir_resets_the_connection_when_the_disk_is_full() {
         use crate::serve::discard::{self, Discard};
-        use crate::serve::write_dir::{testing::TempDir, WriteDir, CHUNKS};
+        use crate::serve::write_dir::{testing::TempDir, WriteDir, CHUNKS, MAX_FILES};
         let dir = TempDir::new("glue-full");
         let cfg = discard::Config {
             digest: false,
-            write_dir: Some(WriteDir::with_opener(&dir.0, dev_full, CHUNKS).unwrap()),
+            write_dir: Some(WriteDir::with_opener(&dir.0, dev_full, CHUNKS, MAX_FILES).unwrap()),
         };
         let client = Client {
             to_send: pattern(1 << 20),

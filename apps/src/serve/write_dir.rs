@@ -222,6 +222,7 @@ pub struct WriteDir {
     slot_waiters: VecDeque<u64>,
     waiting: HashSet<u64>,
     stalls: u64,
+    max_files: usize,
 }
 
 impl fmt::Debug for WriteDir {
@@ -239,12 +240,13 @@ impl WriteDir {
     /// Checks that `dir` is a writable directory (by creating and removing a probe file)
     /// and starts the writer thread.
     pub fn start(dir: &Path) -> Result<Self> {
-        Self::with_opener(dir, create_new, CHUNKS)
+        Self::with_opener(dir, create_new, CHUNKS, MAX_FILES)
     }
 
-    /// As [`WriteDir::start`], with files opened by `open` and `chunks` chunks in the free
-    /// list (the tests' seams).
-    pub fn with_opener(dir: &Path, open: Opener, chunks: usize) -> Result<Self> {
+    /// As [`WriteDir::start`], with files opened by `open`, `chunks` chunks in the free
+    /// list and at most `max_files` files open (the tests' seams).
+    pub fn with_opener(dir: &Path, open: Opener, chunks: usize, max_files: usize) -> Result<Self> {
+        let (chunks, max_files) = (chunks.max(1), max_files.max(1));
         let meta = std::fs::metadata(dir)
             .with_context(|| format!("--write-dir {}: cannot use it", dir.display()))?;
         if !meta.is_dir() {
@@ -256,21 +258,21 @@ impl WriteDir {
         })?;
         let _ = std::fs::remove_file(&probe);
         let shared = Arc::new(Shared {
-            free: ArrayQueue::new(chunks.max(1)),
-            work: ArrayQueue::new(chunks.max(1) + 2 * MAX_FILES),
-            done: ArrayQueue::new(2 * MAX_FILES + 64),
+            free: ArrayQueue::new(chunks),
+            work: ArrayQueue::new(chunks + 2 * max_files),
+            done: ArrayQueue::new(2 * max_files + 64),
             open_files: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             errors: AtomicU64::new(0),
         });
-        for _ in 0..chunks.max(1) {
+        for _ in 0..chunks {
             // The queue has room for exactly this many.
             let _ = shared.free.push(vec![0u8; CHUNK].into_boxed_slice());
         }
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("weir-write-dir".into())
-            .spawn(move || writer(&s, open))
+            .spawn(move || writer(&s, open, max_files))
             .context("--write-dir: cannot start the writer thread")?;
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -282,6 +284,7 @@ impl WriteDir {
             slot_waiters: VecDeque::new(),
             waiting: HashSet::new(),
             stalls: 0,
+            max_files,
         })
     }
 
@@ -291,9 +294,10 @@ impl WriteDir {
     }
 
     /// Opens a file `name` for the connection `token`, or `None` when [`MAX_FILES`] are
-    /// open (the connection is woken when one closes).
+    /// open (the connection is woken when one closes) or the writer has stopped.
     pub fn open(&mut self, token: u64, name: &str) -> Option<FileHandle> {
-        if self.thread.is_none() || self.shared.open_files.load(Ordering::Acquire) >= MAX_FILES {
+        if self.thread.is_none() || self.shared.open_files.load(Ordering::Acquire) >= self.max_files
+        {
             self.stalls += 1;
             self.wait(token, Wait::Slot);
             return None;
@@ -357,7 +361,7 @@ impl WriteDir {
                 return Some(t);
             }
         }
-        if self.shared.open_files.load(Ordering::Acquire) < MAX_FILES {
+        if self.shared.open_files.load(Ordering::Acquire) < self.max_files {
             if let Some(t) = self.slot_waiters.pop_front() {
                 self.waiting.remove(&t);
                 return Some(t);
@@ -503,8 +507,8 @@ struct Open {
 }
 
 /// The writer thread: messages in order, until told to stop with the queue empty.
-fn writer(shared: &Shared, open: Opener) -> (Vec<FileRecord>, WriteTotals) {
-    let mut files: HashMap<u64, Open> = HashMap::with_capacity(MAX_FILES);
+fn writer(shared: &Shared, open: Opener, max_files: usize) -> (Vec<FileRecord>, WriteTotals) {
+    let mut files: HashMap<u64, Open> = HashMap::with_capacity(max_files);
     let mut records = Vec::new();
     let mut totals = WriteTotals::default();
     loop {
