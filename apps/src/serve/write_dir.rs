@@ -14,7 +14,10 @@
 //!
 //! # Bounds
 //!
-//! - Bytes between the core and the disk: at most `CHUNKS * CHUNK` (16 MiB).
+//! - Bytes between the core and the disk: at most `CHUNKS * CHUNK` (16 MiB). A chunk
+//!   carries the bytes of one `App::on_data` call (the glue hands over what arrived since
+//!   the last pump, up to 64 KiB), so none is held back waiting to fill; with small reads
+//!   fewer bytes are in flight, never more.
 //! - Files open at once: at most [`MAX_FILES`] (under the usual 1024 descriptors); a
 //!   connection beyond them waits for a slot, its bytes in its receive queue.
 //! - The work queue holds `CHUNKS + 2 * MAX_FILES` messages, so a push always fits: every
