@@ -20,6 +20,11 @@
 #   own count of each stream); bits/s printed.
 # - tbench 4 (-t 3) against --app tbench: tbench ends without "lost sync"; MB/s printed.
 # - socat sends SINK_MB MiB to --app sink --digest: weir's digest is the file's SHA-256.
+#   Then WRITE_MB MiB to --app sink --write-dir: the connection's one file (named by its
+#   4-tuple) has the sent data's SHA-256; and FULL_MB MiB into a --write-dir on a 1 MiB
+#   tmpfs: weir-serve logs ENOSPC with the file's name, reports the file incomplete, resets
+#   the connection (socat's write fails) and exits 0; a --write-dir that does not exist, or
+#   given to another app, is refused at start-up.
 # - wrk -c 64 (-d 3) against --app http: no socket error, every response a 200 (wrk's
 #   and weir's counts); requests/s printed.
 # - curl fetches a 10 MiB body from --app http: its size and SHA-256 equal the body
@@ -55,10 +60,14 @@ cd "$(dirname "$0")/../.."
 WEIR_IP6=2001:db8::1 PEER_IP6=2001:db8::2
 SERVE=${CARGO_TARGET_DIR:-target}/release/weir-serve
 KERNEL_IP4=198.18.2.1 CLIENT_VETH_IP4=198.18.2.2
-ECHO_CONNS=4 ECHO_MB=8 IMPAIRED_ECHO_MB=2 SINK_MB=50 QUEUE_CONNS=8 QUEUE_MB=4
+ECHO_CONNS=4 ECHO_MB=8 IMPAIRED_ECHO_MB=2 SINK_MB=50 QUEUE_CONNS=8 QUEUE_MB=4 WRITE_MB=200
 # The metrics endpoint: the clients' namespace's address on the veth (it exists before
 # weir-serve starts; the tap's addresses come after).
 METRICS_ADDR=198.18.2.2:9108
+# More than the writer's free list (16 MiB, apps/src/serve/write_dir.rs) and the 1 MiB
+# tmpfs: weir cannot have consumed it all before its writer meets the full disk, however
+# the threads are scheduled, so socat is always still writing when the RST comes.
+FULL_MB=32
 BODY_LEN=$((10 << 20))
 IMPAIR=loss=1%,reorder=2%,dup=1%
 
@@ -79,7 +88,7 @@ kernel_cleanup() {
   ip netns pids "$KERNEL_NS" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
   ip netns del "$KERNEL_NS" 2>/dev/null || true
 }
-trap 'kernel_cleanup; tapns_cleanup; rm -rf "$work"' EXIT
+trap 'kernel_cleanup; tapns_cleanup; umount "$work/tiny" 2>/dev/null || true; rm -rf "$work"' EXIT
 ip netns add "$KERNEL_NS"
 ip -n "$KERNEL_NS" link set lo up
 ip link add weirveth0 netns "$WEIR_NS" type veth peer name weirveth1 netns "$KERNEL_NS"
@@ -131,6 +140,8 @@ while len(b) < n:
 print(hashlib.sha256(bytes(b[:n])).hexdigest())
 EOF
 }
+# A --write-dir file's name: the kernel's address and port, weir's, the start in ns.
+WRITE_DIR_NAME_RE='198\.18\.0\.2_[0-9]+-198\.18\.0\.1_5001-[0-9]+\.bin'
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 # num_after FILE TEXT: the first number after TEXT in FILE ("none" if absent).
 num_after() {
@@ -403,6 +414,62 @@ check "sink: weir's digest of the connection is the file's SHA-256" \
   eq "$(j sink '[.digests[] | select(.end == "closed") | .sha256] | first // "none"')" "$(sha "$work/sink.in")"
 check "sink: weir consumed every byte" eq "$(j sink .serve.bytes_in)" $((SINK_MB << 20))
 rm -f "$work/sink.in"
+
+echo "== --write-dir refused at start-up: another app, a missing directory"
+rc=0
+"$SERVE" --app echo --write-dir "$work" >"$work/wd_echo.out" 2>&1 || rc=$?
+check "write-dir: refused for --app echo (status 2, the reason)" \
+  eq "$rc $(grep -c 'write-dir is an option of --app sink only' "$work/wd_echo.out")" "2 1"
+rc=0
+"$SERVE" --app sink --write-dir "$work/missing" >"$work/wd_missing.out" 2>&1 || rc=$?
+check "write-dir: a missing directory is refused (status 1, the reason)" \
+  eq "$rc $(grep -c "write-dir $work/missing: cannot use it: No such file or directory" "$work/wd_missing.out")" "1 1"
+
+echo "== socat sends $WRITE_MB MiB to --app sink --digest --write-dir"
+mkdir "$work/files"
+serve_start sink_files --app sink --digest --write-dir "$work/files"
+head -c $((WRITE_MB << 20)) /dev/urandom >"$work/sink.in"
+want=$(sha "$work/sink.in")
+run_client sink_files_socat 300 socat -u "OPEN:$work/sink.in,rdonly" "TCP4:$WEIR_IP4:5001"
+rm -f "$work/sink.in"
+wait_senders_done 60
+serve_stop sink_files
+check "sink_files: one file, complete, every byte written" \
+  eq "$(j sink_files '"\(.files | length) \(.files[0].complete) \(.files[0].written)"')" "1 true $((WRITE_MB << 20))"
+file=$(j sink_files '.files[0].path')
+check "sink_files: the file is named by the 4-tuple and start time" \
+  eq "$(basename "$file" | grep -cE "^$WRITE_DIR_NAME_RE\$")" 1
+check "sink_files: the file's SHA-256 is the sent data's" eq "$(sha "$file")" "$want"
+check "sink_files: weir's digest of the connection is the sent data's" eq "$(j sink_files '.digests[0].sha256')" "$want"
+rm -rf "$work/files"
+
+echo "== socat sends $FULL_MB MiB to --app sink --write-dir on a 1 MiB tmpfs"
+mkdir "$work/tiny"
+mount -t tmpfs -o size=1m weir-serve-tiny "$work/tiny"
+serve_start sink_full --app sink --write-dir "$work/tiny"
+head -c $((FULL_MB << 20)) /dev/urandom >"$work/full.in"
+rc=0
+timeout 60 ip netns exec "$WEIR_NS" socat -u "OPEN:$work/full.in,rdonly" "TCP4:$WEIR_IP4:5001" \
+  >"$work/sink_full_socat.out" 2>&1 || rc=$?
+rm -f "$work/full.in"
+sed 's/^/       socat: /' "$work/sink_full_socat.out"
+check "sink_full: socat's transfer failed (status $rc; 124 would be a hang)" \
+  test "$rc" != 0 -a "$rc" != 124
+check "sink_full: socat saw the connection reset" \
+  grep -qE 'Connection reset by peer|Broken pipe' "$work/sink_full_socat.out"
+serve_stop sink_full
+grep -F -- '--write-dir:' "$work/sink_full.log" | sed 's/^/       /' || true
+check "sink_full: weir-serve logged ENOSPC with the file's name" \
+  grep -qE "cannot write $work/tiny/$WRITE_DIR_NAME_RE: No space left on device" "$work/sink_full.log"
+check "sink_full: its summary names the incomplete file" \
+  grep -q "incomplete file $work/tiny/" "$work/sink_full.log"
+check "sink_full: one write error, the file incomplete with its error, the connection reset" \
+  eq "$(j sink_full '"\(.app_counters.write_errors) \(.files[0].complete) \(.files[0].error != null) \(.serve.reset)"')" \
+  "1 false true 1"
+check "sink_full: the file's size is what weir says it wrote" \
+  eq "$(stat -c %s "$(j sink_full '.files[0].path')")" "$(j sink_full '.files[0].written')"
+check "sink_full: no panic" test "$(grep -c panicked "$work/sink_full.log")" = 0
+umount "$work/tiny"
 fi
 
 # ---- HTTP -----------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 //! weir-serve's summary and `--stats-json`, in one place.
 
 use serde_json::json;
+use stack::flow::FlowKey;
 
 use super::discard::{self, Discard};
 use super::echo::Echo;
@@ -79,8 +80,11 @@ impl ServeApp for Iperf3 {
 }
 
 impl ServeApp for Discard {
-    fn tally(&mut self, _cfg: &mut discard::Config, t: &mut Tally, end: &ConnEnd) {
+    fn tally(&mut self, cfg: &mut discard::Config, t: &mut Tally, end: &ConnEnd) {
         t.add("bytes", self.bytes());
+        if !self.end_file(cfg, end.end) {
+            t.add("files_never_opened", 1);
+        }
         if let Some(sha256) = self.finish_digest() {
             let d = DigestRecord {
                 flow: end.flow.clone(),
@@ -96,5 +100,23 @@ impl ServeApp for Discard {
             );
             t.digest(d);
         }
+    }
+
+    fn opened(&mut self, cfg: &mut discard::Config, flow: Option<&FlowKey>) {
+        self.set_flow(cfg, flow);
+    }
+
+    /// `--write-dir`: waits for the writer to write what it holds, then its records.
+    fn stop_server(cfg: &mut discard::Config, t: &mut Tally) {
+        let Some(wd) = cfg.write_dir.as_mut() else {
+            return;
+        };
+        let (files, w) = wd.stop();
+        t.add("files", w.files);
+        t.add("files_incomplete", w.incomplete);
+        t.add("write_errors", w.errors);
+        t.add("written_bytes", w.bytes);
+        t.add("write_stalls", w.stalls);
+        t.files = files;
     }
 }

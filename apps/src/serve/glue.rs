@@ -32,6 +32,7 @@ use stack::flow::FlowKey;
 use stack::tcp::{ConnId, Event, State, Tcp};
 use stack::time::Instant;
 
+use super::write_dir::FileRecord;
 use super::{App, AppError, Sink};
 use crate::report::DigestRecord;
 
@@ -117,6 +118,8 @@ pub struct Tally {
     pub digests: Vec<DigestRecord>,
     /// Per-session reports (iperf3's tests), at most [`MAX_REPORTS`].
     pub reports: Vec<Value>,
+    /// Per-connection files (`--app sink --write-dir`), known once the writer has stopped.
+    pub files: Vec<FileRecord>,
 }
 
 impl Tally {
@@ -139,11 +142,12 @@ impl Tally {
         }
     }
 
-    /// Adds another core's counters, digests and reports (within the same bounds).
+    /// Adds another core's counters, digests, reports and files (within the same bounds).
     pub fn merge(&mut self, o: Tally) {
         for (k, v) in o.counters {
             self.add(k, v);
         }
+        self.files.extend(o.files);
         for d in o.digests {
             self.digest(d);
         }
@@ -160,6 +164,13 @@ pub trait ServeApp: App {
 
     /// Adds what the server side finished since the last call (iperf3's sessions).
     fn tally_server(_server: &mut Self::Server, _t: &mut Tally) {}
+
+    /// The connection's flow, right after [`App::accept`] (the sink names its file after it).
+    fn opened(&mut self, _server: &mut Self::Server, _flow: Option<&FlowKey>) {}
+
+    /// Weir is stopping and every connection has ended: the server finishes what it runs
+    /// beside the core (the sink's file writer) and adds its totals.
+    fn stop_server(_server: &mut Self::Server, _t: &mut Tally) {}
 }
 
 /// The glue's own counters.
@@ -309,6 +320,7 @@ impl<A: ServeApp> Glue<A> {
             self.counts.open_at_stop += 1;
             self.ended(now, id, "open");
         }
+        A::stop_server(&mut self.server, &mut self.tally);
     }
 
     fn get(&mut self, id: ConnId) -> Option<&mut Conn<A>> {
@@ -338,10 +350,12 @@ impl<A: ServeApp> Glue<A> {
         if self.nodelay {
             let _ = tcp.set_nodelay(id, true);
         }
-        let app = A::accept(&mut self.server, now, token(id));
+        let mut app = A::accept(&mut self.server, now, token(id));
+        let flow = tcp.flow(id);
+        app.opened(&mut self.server, flow.as_ref());
         self.conns[i] = Some(Conn {
             id,
-            flow: tcp.flow(id),
+            flow,
             app,
             fin: false,
             told_fin: false,
@@ -528,7 +542,11 @@ impl<A: ServeApp> Glue<A> {
                 tracing::warn!("{flow}: {e}; closing the connection");
             }
         }
-        if !c.closing && c.app.wants_close(server) && !c.app.output_pending(server) {
+        if !c.closing && c.app.wants_reset(server) {
+            c.closing = true;
+            // Its `Event::Reset` ends the engine.
+            let _ = tcp.abort(id);
+        } else if !c.closing && c.app.wants_close(server) && !c.app.output_pending(server) {
             c.closing = true;
             // Our FIN after the queued bytes (or a RST if the peer's bytes came after
             // the engine stopped reading: nothing is left unread here).
@@ -876,5 +894,126 @@ mod tests {
         assert_eq!(p.c.ended, Some("reset"));
         // The Reset event of the abort is not counted twice.
         assert_eq!(p.glue.counts().reset, 0);
+    }
+
+    /// Holds the sink's writer in its open until the test lets it go.
+    static WRITE_GATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    fn gated_open(p: &std::path::Path) -> std::io::Result<std::fs::File> {
+        // A test that fails before it opens the gate must not hang here.
+        for _ in 0..20_000 {
+            if WRITE_GATE.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        crate::serve::write_dir::create_new(p)
+    }
+
+    fn dev_full(_: &std::path::Path) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new().write(true).open("/dev/full")
+    }
+
+    /// As `run_until`, letting the sink's writer thread run between steps.
+    fn run_with_writer<A: ServeApp>(p: &mut Pair<A>, mut done: impl FnMut(&Pair<A>) -> bool) {
+        for _ in 0..2_000_000 {
+            if done(p) {
+                return;
+            }
+            p.step();
+            std::thread::yield_now();
+        }
+        panic!(
+            "did not finish: the server consumed {} bytes",
+            p.glue.counts().bytes_in
+        );
+    }
+
+    #[test]
+    fn sink_write_dir_closes_the_window_while_the_writer_is_behind_and_loses_nothing() {
+        use crate::serve::discard::{self, Discard};
+        use crate::serve::write_dir::{testing::TempDir, WriteDir, CHUNK, MAX_FILES};
+        let dir = TempDir::new("glue-gate");
+        let data = pattern(3 << 20);
+        let cfg = discard::Config {
+            digest: true,
+            write_dir: Some(WriteDir::with_opener(&dir.0, gated_open, 4, MAX_FILES).unwrap()),
+        };
+        let client = Client {
+            to_send: data.clone(),
+            shutdown_after: true,
+            ..Client::default()
+        };
+        let mut p = Pair::<Discard>::new(cfg, 16_384, client);
+        // The writer is stuck: the engine takes what 4 chunks hold (a chunk carries one
+        // `on_data`'s bytes, at most CHUNK) and no more; the rest waits in the receive
+        // queue (the window closes) and in the client's send buffer.
+        p.run_until(|p| p.glue.counts().bytes_in > 0);
+        for _ in 0..2000 {
+            p.step();
+        }
+        let held = p.glue.counts().bytes_in;
+        assert!(held <= 4 * CHUNK as u64, "{held} bytes in 4 chunks");
+        for _ in 0..2000 {
+            p.step();
+        }
+        assert_eq!(
+            p.glue.counts().bytes_in,
+            held,
+            "consumed with no free chunk"
+        );
+        assert!(p.c.sent < data.len(), "the client could send everything");
+        assert_eq!(p.c.ended, None);
+        // Let it go: the engine is woken through take_woken and every byte arrives.
+        WRITE_GATE.store(true, std::sync::atomic::Ordering::Release);
+        run_with_writer(&mut p, |p| p.c.peer_closed && p.glue.open() == 0);
+        let now = p.now;
+        p.glue.stop(p.server.tcp(), now);
+        let c = p.glue.counts();
+        assert_eq!((c.bytes_in, c.closed, c.reset), (data.len() as u64, 1, 0));
+        let t = p.glue.tally();
+        let f = &t.files[0];
+        assert!(f.complete, "{f:?}");
+        assert!(std::fs::read(&f.path).unwrap() == data, "the file differs");
+        assert_eq!(t.digests[0].end, "closed");
+        assert_eq!(t.counters["files_incomplete"], 0);
+        assert!(t.counters["write_stalls"] > 0);
+        assert!(c.wakes > 0, "never woken by the writer's room");
+    }
+
+    #[test]
+    fn sink_write_dir_resets_the_connection_when_the_disk_is_full() {
+        use crate::serve::discard::{self, Discard};
+        use crate::serve::write_dir::{testing::TempDir, WriteDir, CHUNKS, MAX_FILES};
+        let dir = TempDir::new("glue-full");
+        let cfg = discard::Config {
+            digest: false,
+            write_dir: Some(WriteDir::with_opener(&dir.0, dev_full, CHUNKS, MAX_FILES).unwrap()),
+        };
+        let client = Client {
+            to_send: pattern(1 << 20),
+            ..Client::default()
+        };
+        let mut p = Pair::<Discard>::new(cfg, 16_384, client);
+        run_with_writer(&mut p, |p| p.c.ended.is_some());
+        assert_eq!(
+            p.c.ended,
+            Some("reset"),
+            "the sender must see its transfer fail"
+        );
+        let now = p.now;
+        p.glue.stop(p.server.tcp(), now);
+        assert_eq!(p.glue.counts().reset, 1);
+        let t = p.glue.tally();
+        let f = &t.files[0];
+        assert!(!f.complete && f.end == "reset", "{f:?}");
+        assert!(
+            f.error
+                .as_deref()
+                .unwrap()
+                .contains("No space left on device"),
+            "{f:?}"
+        );
+        assert_eq!(t.counters["write_errors"], 1);
     }
 }

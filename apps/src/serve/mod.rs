@@ -34,6 +34,7 @@ pub mod iperf3;
 pub mod run;
 pub mod sockperf;
 pub mod tbench;
+pub mod write_dir;
 
 use stack::time::Instant;
 
@@ -146,7 +147,9 @@ pub enum AppError {
 ///    returns how many bytes it consumed. It consumes less than it was given only when it
 ///    has output the sink did not take (the sink is full, or [`App::output_pending`]); the
 ///    driver keeps the rest in the receive queue and offers it again after the sink
-///    drains. Once the engine wants to close it consumes (and discards) everything.
+///    drains. An engine may also consume less because something of its own is full (the
+///    sink's file writer): it then wakes the connection through [`App::take_woken`] when
+///    there is room. Once the engine wants to close it consumes (and discards) everything.
 /// 3. When the send buffer has room and [`App::output_pending`] is true: [`App::poll_output`].
 /// 4. After each round, [`App::take_woken`] names connections whose state changed because of
 ///    another connection (iperf3: a data stream completing the set wakes the control
@@ -154,7 +157,8 @@ pub enum AppError {
 ///    [`App::wants_close`].
 /// 5. When the peer has closed its side and every byte before its FIN was consumed:
 ///    [`App::on_peer_closed`].
-/// 6. When [`App::wants_close`] is true and nothing is pending: the driver closes (FIN).
+/// 6. When [`App::wants_close`] is true and nothing is pending: the driver closes (FIN);
+///    when [`App::wants_reset`] is true: the driver resets the connection (RST) at once.
 /// 7. When the connection is gone (closed, reset): [`App::on_closed`], exactly once.
 ///
 /// [`App::next_deadline`] says when the engine wants [`App::poll_output`] called even if
@@ -195,6 +199,12 @@ pub trait App: Sized {
 
     /// Whether the engine is done with the connection (close once output is drained).
     fn wants_close(&self, server: &Self::Server) -> bool;
+
+    /// Whether the connection must be reset rather than closed (the sink could not write
+    /// the connection's file: the sender is to see its transfer fail).
+    fn wants_reset(&self, _server: &Self::Server) -> bool {
+        false
+    }
 
     /// When [`App::poll_output`] should run again even without an event.
     fn next_deadline(&self, _server: &Self::Server) -> Option<Instant> {

@@ -23,7 +23,7 @@ use stack::time::Duration;
 
 use super::core_loop::{run_core, CoreCtx, CoreResult};
 use super::glue::{GlueCounts, ServeApp, Tally};
-use super::{discard, echo, http, iperf3, sockperf, tbench};
+use super::{discard, echo, http, iperf3, sockperf, tbench, write_dir};
 use crate::capture::{Capture, CaptureConfig, CaptureTotals};
 use crate::eal_args;
 use crate::metrics::Metrics;
@@ -46,7 +46,8 @@ pub enum AppKind {
     /// paths 404; default port 8080.
     Http,
     /// weir-sink's application: consume everything (and digest it with --digest), write
-    /// nothing; default port 5001, weir-sink's.
+    /// nothing back (each connection to a file with --write-dir); default port 5001,
+    /// weir-sink's.
     Sink,
 }
 
@@ -150,6 +151,10 @@ pub struct ServeArgs {
     /// (--app sink).
     #[arg(long)]
     pub digest: bool,
+    /// Write each connection's bytes to a file of its own in DIR, named by its 4-tuple and
+    /// start time (--app sink; see docs/serve.md).
+    #[arg(long, value_name = "DIR")]
+    pub write_dir: Option<std::path::PathBuf>,
     /// Read options from a TOML file (keys are the long options, e.g. `app = "http"`,
     /// `http_body = 10485760`); options on the command line override it.
     #[arg(long, value_name = "FILE")]
@@ -190,6 +195,9 @@ impl ServeArgs {
         }
         if self.app == AppKind::Iperf3 && self.queues > 1 {
             bail!("--queues {}: {IPERF3_ONE_QUEUE}", self.queues);
+        }
+        if self.write_dir.is_some() && self.app != AppKind::Sink {
+            bail!("--write-dir is an option of --app sink only");
         }
         if self.app == AppKind::Tbench && self.port.is_some_and(|p| p != tbench::TBENCH_PORT) {
             tracing::warn!(
@@ -232,6 +240,7 @@ impl ServeArgs {
             "digest": self.digest,
             "pcap": self.pcap.as_ref().map(|p| p.display().to_string()),
             "metrics": self.metrics.map(|a| a.to_string()),
+            "write_dir": self.write_dir.as_ref().map(|d| d.display().to_string()),
         })
     }
 }
@@ -280,9 +289,21 @@ pub fn run(args: ServeArgs, eal: Option<Vec<String>>) -> Result<()> {
             body_len: args.http_body,
             max_header: args.http_max_header as usize,
         }),
-        AppKind::Sink => serve::<discard::Discard>(&args, eal, |_| discard::Config {
-            digest: args.digest,
-        }),
+        AppKind::Sink => {
+            // One writer (thread, free list, file slots) per core: the cores share nothing.
+            let mut writers = (0..args.queues.max(1))
+                .map(|_| {
+                    args.write_dir
+                        .as_deref()
+                        .map(write_dir::WriteDir::start)
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>>>()?;
+            serve::<discard::Discard>(&args, eal, |q| discard::Config {
+                digest: args.digest,
+                write_dir: writers.get_mut(usize::from(q)).and_then(Option::take),
+            })
+        }
     }
 }
 
@@ -453,6 +474,7 @@ where
             })).collect::<Vec<_>>(),
             "queues": queues,
             "per_core": cores.iter().map(core_json).collect::<Vec<_>>(),
+            "files": m.tally.files.iter().map(write_dir::FileRecord::json).collect::<Vec<_>>(),
             "settings": args.settings_json(max_conns),
             "duration_s": m.seconds,
         });
@@ -601,6 +623,7 @@ fn print_summary(app: AppKind, m: &Merged, cores: &[CoreResult], in_use: u64) {
     for r in &t.reports {
         println!("  session {r}");
     }
+    write_dir::print_files(&t.files);
 }
 
 #[cfg(test)]
