@@ -697,11 +697,17 @@ impl PortTxQueue {
     }
 }
 
-impl RxQueue for PortRxQueue {
-    type Buf = Mbuf;
-    fn rx_burst(&mut self, out: &mut Burst<Mbuf>) -> usize {
+impl PortRxQueue {
+    /// [`RxQueue::rx_burst`] taking at most `max` frames: a smaller receive batch, so that
+    /// one iteration's answers leave sooner (request/response traffic), at the cost of
+    /// more iterations per frame.
+    pub fn rx_burst_max(&mut self, out: &mut Burst<Mbuf>, max: usize) -> usize {
+        self.receive(out, max)
+    }
+
+    fn receive(&mut self, out: &mut Burst<Mbuf>, max: usize) -> usize {
         let len = out.len();
-        let room = out.remaining_capacity() as u16;
+        let room = out.remaining_capacity().min(max) as u16;
         if room == 0 {
             return 0;
         }
@@ -714,6 +720,13 @@ impl RxQueue for PortRxQueue {
         // SAFETY: the PMD wrote n owned, non-null mbuf pointers after `len`.
         unsafe { out.set_len(len + usize::from(n)) };
         usize::from(n)
+    }
+}
+
+impl RxQueue for PortRxQueue {
+    type Buf = Mbuf;
+    fn rx_burst(&mut self, out: &mut Burst<Mbuf>) -> usize {
+        self.receive(out, usize::MAX)
     }
 }
 

@@ -33,7 +33,7 @@ use anyhow::{anyhow, bail, Result};
 use dpdk::{Clock, Mbuf, PortPool, PortRxQueue, PortTxQueue};
 use serde_json::json;
 use stack::ack::AckPolicy;
-use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::driver::{Burst, TxQueue};
 use stack::gro::GroConfig;
 use stack::impair::{ImpairConfig, Impairment};
 use stack::pipeline::{Pipeline, PipelineConfig};
@@ -105,6 +105,9 @@ pub struct Options {
     pub json: bool,
     /// Where DPDK's memory comes from.
     pub memory: Memory,
+    /// The most frames each side takes per receive call (`stack::driver::MAX_BURST` at
+    /// most): smaller batches let answers leave sooner, at more iterations per frame.
+    pub rx_burst: usize,
     /// Impair what each side receives (`--impair`: loss, reordering, duplication,
     /// corruption), with the seed given or a fixed one; each side gets its own stream.
     pub impair: Option<(ImpairConfig, Option<u64>)>,
@@ -114,6 +117,13 @@ impl Options {
     fn validate(&self) -> Result<()> {
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
             bail!("--seconds {}: give a positive number", self.seconds);
+        }
+        if self.rx_burst == 0 || self.rx_burst > stack::driver::MAX_BURST {
+            bail!(
+                "--rx-burst {}: give 1 to {}",
+                self.rx_burst,
+                stack::driver::MAX_BURST
+            );
         }
         if !(self.warmup.is_finite() && self.warmup >= 0.0) {
             bail!("--warmup {}: give zero or a positive number", self.warmup);
@@ -510,13 +520,15 @@ struct ClientIo {
     pool: PortPool,
     clock: Clock,
     impair: Option<Impairment<Mbuf>>,
+    /// The most frames one receive call takes.
+    rx_max: usize,
 }
 
 impl ClientIo {
     /// Receives a burst into `out` (through the impairment stage when there is one);
     /// returns the frames received from the port.
     fn receive(&mut self, now: Instant, out: &mut Burst<Mbuf>) -> usize {
-        let n = self.rx.rx_burst(out);
+        let n = self.rx.rx_burst_max(out, self.rx_max);
         if let Some(imp) = self.impair.as_mut() {
             let pool = self.pool.mempool();
             for b in out.drain(..) {
@@ -948,6 +960,7 @@ pub(crate) fn case(rig: &Rig, o: &Options, shape: Shape) -> Result<Sample> {
         impair: o
             .impair
             .map(|(c, seed)| Impairment::new(c, seed.unwrap_or(0x5eed) ^ 0xc1)),
+        rx_max: o.rx_burst,
     };
     let mut sio = ClientIo {
         rx: rig.rx_port.rx_queue(0)?,
@@ -957,6 +970,7 @@ pub(crate) fn case(rig: &Rig, o: &Options, shape: Shape) -> Result<Sample> {
         impair: o
             .impair
             .map(|(c, seed)| Impairment::new(c, seed.unwrap_or(0x5eed) ^ 0x5e)),
+        rx_max: o.rx_burst,
     };
     let ccfg = side_config(rig.gen_mac, GEN_IP, o, shape, false);
     let scfg = side_config(rig.rx_mac, RX_IP, o, shape, true);
@@ -1127,6 +1141,7 @@ fn print_row(o: &Options, shape: Shape, s: &[Sample]) {
             "ack_policy": o.ack_policy.to_string(),
             "ack_counting": o.ack_counting.to_string(),
             "runs": s.len(),
+            "rx_burst": o.rx_burst,
         });
         println!("{row}");
     } else {

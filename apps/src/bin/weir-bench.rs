@@ -199,6 +199,10 @@ struct RrArgs {
     /// once, byte for byte.
     #[arg(long, value_parser = parse_impair)]
     impair: Option<(stack::impair::ImpairConfig, Option<u64>)>,
+    /// The most frames each side takes per receive call (1 to 256; weir-sink's loop
+    /// takes 256).
+    #[arg(long, default_value_t = stack::driver::MAX_BURST)]
+    rx_burst: usize,
 }
 
 fn parse_impair(s: &str) -> Result<(stack::impair::ImpairConfig, Option<u64>), String> {
@@ -276,6 +280,7 @@ fn main() -> std::process::ExitCode {
             json: a.json,
             memory: apps::eal_args::Memory::from_flag(a.hugepages),
             impair: a.impair,
+            rx_burst: a.rx_burst,
         }),
         Cmd::Tcp { json } => apps::bench::tcp::run(json),
         Cmd::Stages { json } => apps::bench::stages::run(json),

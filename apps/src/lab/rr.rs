@@ -87,6 +87,7 @@ impl Lab<'_> {
             json: false,
             memory: Memory::NoHuge,
             impair: None,
+            rx_burst: stack::driver::MAX_BURST,
         };
         let shape = Shape {
             conns,
