@@ -17,7 +17,7 @@
 //!
 //! A case runs in phases: connect (at most [`MAX_HALF_OPEN`] handshakes at a time, below
 //! the server's half-open table, so no SYN cookies), a warm-up, the measured phase, a drain
-//! (no new requests; every one in flight is answered), and the close (FIN from the client,
+//! (no new requests; every one in flight is answered), and the close (the client half-closes,
 //! the echo closes after it). Both lcores snapshot their counters when the measured phase
 //! starts and ends (the client announces the phases through an atomic), so the cycles,
 //! segments and ACKs per transaction cover the same span on both sides. Cycles are the
@@ -253,6 +253,9 @@ struct CConn {
     resp_off: u32,
     /// The transaction being read had a wrong byte.
     bad: bool,
+    /// The peer's FIN came after our half-close: the close is done on both sides (the
+    /// connection waits in TIME-WAIT).
+    peer_closed: bool,
     /// Requests it may start now (with a think time: one per answer, once the time has
     /// passed; without one, `burst`, always).
     credits: u32,
@@ -450,6 +453,7 @@ impl Client {
                 Event::PeerClosed(id) => {
                     if let Some(k) = self.conn_of(id) {
                         self.read(k);
+                        self.conns[k].peer_closed = true;
                     }
                 }
                 Event::Closed(id) => {
@@ -492,8 +496,14 @@ impl Client {
             .sum()
     }
 
+    /// Connections whose close has not finished on both sides: gone, or past the peer's
+    /// FIN after ours (TIME-WAIT, whose `Event::Closed` comes only after 2 MSL) count as
+    /// finished.
     fn still_open(&self) -> usize {
-        self.conns.iter().filter(|c| c.id.is_some()).count()
+        self.conns
+            .iter()
+            .filter(|c| c.id.is_some() && !c.peer_closed)
+            .count()
     }
 }
 
@@ -579,6 +589,7 @@ fn run_client(
                 resp_off: 0,
                 bad: false,
                 credits: shape.burst,
+                peer_closed: false,
             })
             .collect(),
         by_slot: vec![u32::MAX; n],
@@ -680,7 +691,7 @@ fn run_client(
                 until = now + END_GRACE;
                 for k in 0..cl.conns.len() {
                     if let Some(id) = cl.conns[k].id {
-                        let _ = cl.p.tcp().close(now, id);
+                        let _ = cl.p.tcp().shutdown(now, id);
                     }
                 }
             }
