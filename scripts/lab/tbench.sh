@@ -10,7 +10,8 @@
 # - the kernel: `tbench_srv` in a second namespace (tapns_peer_create), 198.18.4.1,
 #   reached from the clients' namespace (198.18.4.2) over a veth pair: the kernel's TCP on
 #   both ends.
-# In ROUNDS rounds (default 3), every client count runs against both servers, weir's
+# Both servers run on CPU 0 (weir-serve's lcore 0; tbench_srv under taskset), the clients
+# on CPU 1. In ROUNDS rounds (default 3), every client count runs against both servers, weir's
 # counts first in odd rounds and the kernel's in even ones; weir-serve runs only during
 # weir's part of a round (it polls a core: running beside the kernel's runs it would take
 # a core from them). The table shows medians of the rounds and the ratio of the medians.
@@ -45,7 +46,7 @@ case "$ROUNDS" in ""|*[!0-9]*|0) echo "$ME: -r must be a positive whole number, 
 case "$CLIENTS" in ""|*[!0-9,]*|,*|*,|*,,*) echo "$ME: -c takes comma-separated whole numbers, got '$CLIENTS'" >&2; exit 2 ;; esac
 [ "$(id -u)" -eq 0 ] || die "$ME needs root (it creates network namespaces, a tap and a veth pair): run it as root"
 tapns_require
-for t in tbench tbench_srv jq ss; do
+for t in tbench tbench_srv jq ss taskset nstat; do
   command -v "$t" >/dev/null || die "$t is missing (tbench and tbench_srv are in Debian's dbench package): run scripts/setup.sh"
 done
 
@@ -65,8 +66,9 @@ tapns_create
 trap 'tapns_cleanup; rm -rf "$work"' EXIT
 tapns_peer_create "$CLIENT_VETH_IP4" "$KERNEL_IP4"
 
-# The kernel's server: idle between runs (it blocks in accept), so it stays up throughout.
-ip netns exec "$TAPNS_PEER_NS" tbench_srv >"$work/tbench_srv.log" 2>&1 &
+# The kernel's server, on CPU 0 as weir's lcore: idle between runs (it blocks in accept), so
+# it stays up throughout.
+ip netns exec "$TAPNS_PEER_NS" taskset -c 0 tbench_srv >"$work/tbench_srv.log" 2>&1 &
 SRV_PID=$!
 TAPNS_PIDS+=("$SRV_PID")
 for _ in $(seq 100); do
@@ -97,25 +99,32 @@ serve_stop() {
   echo "   weir-serve: $(jq -r '"\(.serve.connections) connections, \(.serve.closed) closed, \(.serve.app_errors) app errors"' "$f.json")"
 }
 
-# tbench_run NAME N ADDR: tbench -t SECS N ADDR in the clients' namespace; MB/s on stdout.
+# retrans: the clients' namespace's TcpRetransSegs so far (absolute: no nstat history).
+retrans() { ip netns exec "$WEIR_NS" nstat -asz TcpRetransSegs | awk '$1 == "TcpRetransSegs" { print $2 }'; }
+# tbench_run NAME N ADDR: tbench -t SECS N ADDR in the clients' namespace; on stdout its
+# MB/s, its max_latency in ms (the longest operation: a stall shows there) and the
+# segments the clients' kernel retransmitted meanwhile (tail loss probes included).
 # It must end on its own, with a throughput and without "lost sync".
 tbench_run() {
-  local out=$work/$1.out rc=0 mb
-  timeout $((SECS + 120)) ip netns exec "$WEIR_NS" tbench -t "$SECS" "$2" "$3" >"$out" 2>&1 || rc=$?
+  local out=$work/$1.out rc=0 mb lat re0 re1
+  re0=$(retrans)
+  timeout $((SECS + 120)) ip netns exec "$WEIR_NS" taskset -c 1 tbench -t "$SECS" "$2" "$3" >"$out" 2>&1 || rc=$?
   mb=$(awk '/^Throughput/ { print $2; exit }' "$out")
+  lat=$(awk -F'max_latency=' '/^Throughput/ { split($2, v, " "); print v[1]; exit }' "$out")
   if [ "$rc" != 0 ] || [ -z "$mb" ] || grep -q 'lost sync' "$out"; then
     tail -20 "$out" >&2
     die "tbench $2 against $3 failed (exit status $rc; its output above)"
   fi
-  echo "$mb"
+  re1=$(retrans)
+  echo "$mb ${lat:-nan} $((re1 - re0))"
 }
 
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 HUGE=$(awk '/^HugePages_Free/ { print $2 }' /proc/meminfo)
 echo "load: $LOAD; clients: $CLIENTS; $ROUNDS round(s) of tbench -t $SECS"
 CSV=$OUT/tbench.csv
-echo "round,clients,stack,first,mb_per_s" >"$CSV.tmp"
-declare -A W K
+echo "round,clients,stack,first,mb_per_s,max_latency_ms,client_retransmits" >"$CSV.tmp"
+declare -A W K WL KL WR KR
 for R in $(seq "$ROUNDS"); do
   if [ $((R % 2)) = 1 ]; then ORDER="weir kernel"; else ORDER="kernel weir"; fi
   FIRST=${ORDER%% *}
@@ -123,12 +132,12 @@ for R in $(seq "$ROUNDS"); do
     [ "$S" = weir ] && serve_start
     for N in ${CLIENTS//,/ }; do
       if [ "$S" = weir ]; then
-        MB=$(tbench_run "weir-$R-$N" "$N" "$WEIR_IP4"); W[$N]+="$MB "
+        RUN=$(tbench_run "weir-$R-$N" "$N" "$WEIR_IP4"); read -r MB LAT RE <<<"$RUN"; W[$N]+="$MB "; WL[$N]+="$LAT "; WR[$N]+="$RE "
       else
-        MB=$(tbench_run "kernel-$R-$N" "$N" "$KERNEL_IP4"); K[$N]+="$MB "
+        RUN=$(tbench_run "kernel-$R-$N" "$N" "$KERNEL_IP4"); read -r MB LAT RE <<<"$RUN"; K[$N]+="$MB "; KL[$N]+="$LAT "; KR[$N]+="$RE "
       fi
-      echo "round $R, $S, $N client(s): $MB MB/s"
-      echo "$R,$N,$S,$FIRST,$MB" >>"$CSV.tmp"
+      echo "round $R, $S, $N client(s): $MB MB/s, max latency $LAT ms, client retransmits $RE"
+      echo "$R,$N,$S,$FIRST,$MB,$LAT,$RE" >>"$CSV.tmp"
     done
     [ "$S" = weir ] && serve_stop
   done
@@ -137,14 +146,18 @@ mv "$CSV.tmp" "$CSV"
 
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if (NR%2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2 }'; }
 ROWS=""
-printf '\n%8s %12s %12s %8s\n' clients "weir MB/s" "kernel MB/s" ratio
+printf '\n%8s %12s %12s %8s %18s %18s\n' clients "weir MB/s" "kernel MB/s" ratio "weir max lat ms" "kernel max lat ms"
 for N in ${CLIENTS//,/ }; do
   # The lists are split into words on purpose (unquoted).
   # shellcheck disable=SC2086
   MW=$(median ${W[$N]}); MK=$(median ${K[$N]})
+  # shellcheck disable=SC2086
+  MWL=$(median ${WL[$N]}); MKL=$(median ${KL[$N]})
+  # shellcheck disable=SC2086
+  MWR=$(median ${WR[$N]}); MKR=$(median ${KR[$N]})
   RATIO=$(awk -v w="$MW" -v k="$MK" 'BEGIN{ if (k > 0) printf "%.2f", w / k; else print "-" }')
-  printf '%8s %12.2f %12.2f %7sx\n' "$N" "$MW" "$MK" "$RATIO"
-  ROWS="$ROWS| $N | $(printf '%.2f' "$MW") | $(printf '%.2f' "$MK") | **${RATIO}x** | ${W[$N]% } | ${K[$N]% } |
+  printf '%8s %12.2f %12.2f %7sx %18s %18s\n' "$N" "$MW" "$MK" "$RATIO" "$MWL" "$MKL"
+  ROWS="$ROWS| $N | $(printf '%.2f' "$MW") | $(printf '%.2f' "$MK") | **${RATIO}x** | $MWL | $MKL | $MWR | $MKR | ${W[$N]% } | ${K[$N]% } |
 "
 done
 
@@ -152,10 +165,10 @@ CPU=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 {
   echo "Generated by \`scripts/lab/tbench.sh -t $SECS -c $CLIENTS -r $ROUNDS\` on $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), ${CPU:-unknown CPU}, $(nproc) CPUs; load at start $LOAD. Per-run figures: [tbench.csv](lab/tbench.csv)."
   echo
-  echo "Debian's \`tbench\` client (dbench 4.00, its default load file), \`tbench -t $SECS N ADDR\`, in one network namespace against two servers, each one virtual device away. **weir**: \`weir-serve --app tbench\` on DPDK's net_tap (one lcore, CPU 0, polling; its embedded EAL default puts mbufs on 2 MiB hugepages when free ones are mounted, 4 KiB pages otherwise: $HUGE 2 MiB pages were free at start); the path is the client's kernel TCP, the tap device (the kernel writes each frame to the tap's queue; weir's poll loop reads and writes frames on the tap's file descriptor, one system call per frame), weir's stack and the app. **Kernel**: \`tbench_srv\` (a process per connection, blocking reads and writes) in a second namespace joined by veth; the path is the kernel's TCP on both ends and the veth pair, which hands segments of up to 64 KiB across (GSO/GRO: no segmentation at the MTU, no per-frame system call). So the weir column includes the tap's per-frame cost that a NIC would not have, and the client's kernel TCP is in both columns. $ROUNDS rounds; in each, every client count against both servers, weir first in odd rounds and the kernel first in even ones (weir-serve runs only during its part: it polls a core). Figures are medians of the rounds; the ratio is weir's median over the kernel's. On this 2-core VM, weir's polling core and the clients share the two CPUs."
+  echo "Debian's \`tbench\` client (dbench 4.00, its default load file), \`tbench -t $SECS N ADDR\`, in one network namespace against two servers, each one virtual device away. **weir**: \`weir-serve --app tbench\` on DPDK's net_tap (one lcore, pinned to CPU 0, polling; its embedded EAL default puts mbufs on 2 MiB hugepages when free ones are mounted, 4 KiB pages otherwise: $HUGE 2 MiB pages were free at start); the path is the client's kernel TCP, the tap device (the kernel writes each frame to the tap's queue; weir's poll loop reads and writes frames on the tap's file descriptor, one system call per frame), weir's stack and the app. **Kernel**: \`tbench_srv\` (pinned to CPU 0 with taskset; a process per connection, blocking reads and writes) in a second namespace joined by veth; the path is the kernel's TCP on both ends and the veth pair, which hands segments of up to 64 KiB across (GSO/GRO: no segmentation at the MTU, no per-frame system call). So the weir column includes the tap's per-frame cost that a NIC would not have, and the client's kernel TCP is in both columns. $ROUNDS rounds; in each, every client count against both servers, weir first in odd rounds and the kernel first in even ones (weir-serve runs only during its part: it polls a core). Figures are medians of the rounds; the ratio is weir's median over the kernel's. Max latency is tbench's \`max_latency\`, its slowest single operation in the run (a stall, such as a delayed ACK or a retransmission timeout, shows there). Client retransmits: segments the clients' kernel retransmitted during the run (\`nstat\` TcpRetransSegs in the clients' namespace, tail loss probes included), each a wait for an ACK that did not come in time. The clients are pinned to CPU 1 in both paths (the servers have CPU 0 to themselves, but for the kernel's own softirq work, which runs where it is raised); the VM's 2 CPUs are shared with whatever else runs, hence the load figure."
   echo
-  echo "| clients | weir MB/s | kernel MB/s | weir/kernel | weir per round | kernel per round |"
-  echo "|---:|---:|---:|---:|---|---|"
+  echo "| clients | weir MB/s | kernel MB/s | weir/kernel | weir max latency ms | kernel max latency ms | weir: client retransmits | kernel: client retransmits | weir MB/s per round | kernel MB/s per round |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
   printf '%s' "$ROWS"
 } >"$OUT/tbench.md"
 echo "wrote $OUT/tbench.md and $CSV"
