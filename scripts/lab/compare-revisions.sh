@@ -6,10 +6,10 @@
 # Each revision's tree is extracted with `git archive` into $WEIR_COMPARE_CACHE/src-COMMIT
 # (default /tmp/weir-compare; no worktree is registered in the repository) and `weir-bench`
 # is built there in release, all revisions in one target directory ($WEIR_COMPARE_TARGET,
-# default $WEIR_COMPARE_CACHE/target: the dependencies are built once, and a second
-# comparison of the same commits reuses the builds); each binary is copied out after its
-# build. The benchmark then runs RUNS times per revision, alternately (A B A B A B), to
-# spread machine noise over both.
+# default $WEIR_COMPARE_CACHE/target: the dependencies are built once); each binary is
+# kept in $WEIR_COMPARE_CACHE/bin-COMMIT, so a second comparison of a commit builds
+# nothing (delete it to rebuild, e.g. after a toolchain update). The benchmark then runs
+# RUNS times per revision, alternately (A B A B A B), to spread machine noise over both.
 #
 # Default (stages): `weir-bench stages --json`; the table shows the median of each receive
 # stage, the ratio B/A, and the stage that got slower the most beyond the noise threshold
@@ -89,36 +89,43 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/weir-compare.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
-# build REV NAME: extracts REV's tree (once), builds weir-bench, sets BIN to the binary's
-# path.
+# build REV NAME: sets BIN to REV's weir-bench: the one kept in $CACHE/bin-COMMIT, or
+# else extracts REV's tree (once), builds it and keeps the binary there. (Cargo keeps one
+# build of each workspace crate per target directory, whatever tree it came from:
+# alternating revisions in one target rebuild them, so the binaries are what is kept.)
 build() {
     local rev=$1 name=$2
     local short=${rev:0:12}
-    local src=$CACHE/src-$rev
-    if [[ ! -f $src/.complete ]]; then
-        rm -rf "$src"
-        mkdir -p "$src"
-        git -C "$REPO" archive --format=tar "$rev" | tar -x -C "$src"
-        touch "$src/.complete"
+    local src=$CACHE/src-$rev kept=$CACHE/bin-$rev/weir-bench
+    if [[ -x $kept ]]; then
+        echo "compare-revisions: weir-bench at $name ($short): kept from an earlier build ($kept)" >&2
+    else
+        if [[ ! -f $src/.complete ]]; then
+            rm -rf "$src"
+            mkdir -p "$src"
+            git -C "$REPO" archive --format=tar "$rev" | tar -x -C "$src"
+            touch "$src/.complete"
+        fi
+        echo "compare-revisions: building weir-bench at $name ($short) in $TARGET ..." >&2
+        if ! (cd "$src" && CARGO_TARGET_DIR=$TARGET cargo build --release --quiet -p apps \
+            --bin weir-bench) >"$WORK/build-$short.log" 2>&1; then
+            tail -n 30 "$WORK/build-$short.log" >&2
+            echo "compare-revisions: the build of $name ($short) failed (log above)" >&2
+            return 1
+        fi
+        mkdir -p "${kept%/*}"
+        cp "$TARGET/release/weir-bench" "$kept.tmp"
+        mv "$kept.tmp" "$kept"
     fi
-    echo "compare-revisions: building weir-bench at $name ($short) in $TARGET ..." >&2
-    if ! (cd "$src" && CARGO_TARGET_DIR=$TARGET cargo build --release --quiet -p apps \
-        --bin weir-bench) >"$WORK/build-$short.log" 2>&1; then
-        tail -n 30 "$WORK/build-$short.log" >&2
-        echo "compare-revisions: the build of $name ($short) failed (log above)" >&2
-        return 1
-    fi
-    local bin=$TARGET/release/weir-bench
-    if ! "$bin" "$MODE" --help >/dev/null 2>&1; then
+    if ! "$kept" "$MODE" --help >/dev/null 2>&1; then
         echo "compare-revisions: $name ($short): 'weir-bench $MODE' is not a subcommand" >&2
         return 1
     fi
-    BIN=$bin
+    BIN=$kept
 }
 
 BIN=
 build "$A" "$A_NAME" || exit 1
-# Copy: the next build in the same target directory replaces the binary.
 cp "$BIN" "$WORK/weir-bench-A"
 build "$B" "$B_NAME" || exit 1
 cp "$BIN" "$WORK/weir-bench-B"
