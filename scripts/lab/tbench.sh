@@ -61,6 +61,8 @@ else
 fi
 
 KERNEL_IP4=198.18.4.1 CLIENT_VETH_IP4=198.18.4.2
+# IPv6 on the tap (unused by tbench, which is IPv4) from the documentation prefix (RFC 3849).
+WEIR_IP6=2001:db8::1 PEER_IP6=2001:db8::2
 work=$(mktemp -d /tmp/weir-tbench.XXXXXX)
 tapns_create
 trap 'tapns_cleanup; rm -rf "$work"' EXIT
@@ -82,7 +84,7 @@ SERVE_RUN=0
 serve_start() {
   SERVE_RUN=$((SERVE_RUN + 1))
   tapns_spawn "$work/serve-$SERVE_RUN.log" "$SERVE" --tap-iface "$WEIR_TAP" --ip "$WEIR_IP4" \
-    --stats-json "$work/serve-$SERVE_RUN.json" --app tbench
+    --ip6 "$WEIR_IP6" --stats-json "$work/serve-$SERVE_RUN.json" --app tbench
   SERVE_PID=$TAPNS_LAST_PID
   tapns_wait_tap 60
   tapns_wait_reachable "$WEIR_IP4" 30
