@@ -117,6 +117,10 @@ tbench_run() {
     tail -20 "$out" >&2
     die "tbench $2 against $3 failed (exit status $rc; its output above)"
   fi
+  if awk -v m="$mb" 'BEGIN { exit !(m <= 0) }'; then
+    tail -5 "$out" >&2
+    die "tbench $2 against $3 reported $mb MB/s: nothing was measured (is -t $SECS shorter than its warm-up?)"
+  fi
   re1=$(retrans)
   echo "$mb ${lat:-nan} $((re1 - re0))"
 }
