@@ -44,6 +44,10 @@ tapns_cleanup() {
   for pid in "${TAPNS_PIDS[@]:-}"; do
     [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
   done
+  if [ -n "${TAPNS_PEER_NS:-}" ]; then
+    ip netns pids "$TAPNS_PEER_NS" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$TAPNS_PEER_NS" 2>/dev/null || true
+  fi
   if [ -n "${WEIR_NS:-}" ]; then
     # Anything still running in the namespace (a stuck iperf) goes with it.
     ip netns pids "$WEIR_NS" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
@@ -88,4 +92,19 @@ tapns_wait_reachable() {
   until tapns_exec ping -c1 -W1 "$ip" >/dev/null 2>&1; do
     [ $SECONDS -lt $deadline ] || die "weir at $ip does not answer ping from the namespace"
   done
+}
+
+# tapns_peer_create LOCAL-IP4 PEER-IP4: a second namespace, $TAPNS_PEER_NS, joined to
+# $WEIR_NS by a veth pair (LOCAL-IP4/24 on $WEIR_NS's end, PEER-IP4/24 on the other), for
+# a kernel server that the same clients reach over a device of its own; tapns_cleanup
+# removes it. Call after tapns_create.
+tapns_peer_create() {
+  TAPNS_PEER_NS=$WEIR_NS-peer
+  ip netns add "$TAPNS_PEER_NS" || die "cannot create network namespace $TAPNS_PEER_NS"
+  ip -n "$TAPNS_PEER_NS" link set lo up
+  ip link add weirveth0 netns "$WEIR_NS" type veth peer name weirveth1 netns "$TAPNS_PEER_NS"
+  ip -n "$WEIR_NS" addr add "$1/24" dev weirveth0
+  ip -n "$TAPNS_PEER_NS" addr add "$2/24" dev weirveth1
+  ip -n "$WEIR_NS" link set weirveth0 up
+  ip -n "$TAPNS_PEER_NS" link set weirveth1 up
 }
