@@ -549,7 +549,7 @@ fn gro(lab: &Lab<'_>, load: &str) -> Result<()> {
             off.client_cycles
         );
     }
-    let _ = writeln!(md, "\nSmall request/response messages give GRO nothing to merge: each is one PSH segment. The on/off column is what the GRO stage costs when it cannot gain, the report's \"TSO/GSO over loopback eats 5-10 MB/s\" on the receive side. {}", clean_note(&rows.iter().flat_map(|r| [&r.2, &r.3]).collect::<Vec<_>>()));
+    let _ = writeln!(md, "\nAt burst 1 every request and every answer is one segment with PSH, which ends its GRO run at once: GRO has nothing to merge, and the on/off column is what the GRO stage costs when it cannot gain (the report's \"TSO/GSO over loopback eats 5-10 MB/s\", on the receive side). At burst 16 a connection's writes leave several to a segment and back to back, so there is something to merge. Ratios within the rounds' spread are noise on a shared machine. {}", clean_note(&rows.iter().flat_map(|r| [&r.2, &r.3]).collect::<Vec<_>>()));
     write_fragment(dir, "rr_gro", &md)?;
     print!("{md}");
     Ok(())
