@@ -111,6 +111,7 @@ impl<B: PacketBuf> Pipeline<B> {
     /// at the end of the burst flushes the GRO runs that are due. Call it with an empty
     /// burst too when the queue returned nothing: that tells GRO the queue is drained
     /// (see `GroConfig::busy_hold_ns`).
+    #[inline]
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
         if burst.is_empty() {
             // Nothing to feed (an idle iteration): GRO only learns the queue drained and
@@ -122,6 +123,13 @@ impl<B: PacketBuf> Pipeline<B> {
             }
             return;
         }
+        self.handle_frames(now, burst);
+    }
+
+    /// [`Pipeline::handle_rx_burst`] for a burst that is not empty (out of line: the idle
+    /// iteration's path above is inlined into the loop).
+    #[inline(never)]
+    fn handle_frames(&mut self, now: Instant, burst: &mut Burst<B>) {
         // The first DESC_AHEAD frames' descriptors are fetched now, the rest DESC_AHEAD
         // frames ahead, below. A whole burst's at once (up to MAX_BURST misses) would fill
         // the core's line-fill buffers and the prefetches themselves would wait.
@@ -205,6 +213,7 @@ impl<B: PacketBuf> Pipeline<B> {
     }
 
     /// Fires what is due at `now`: GRO runs whose hold time is up, then TCP's timers.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(gro) = &mut self.gro {
             let tcp = &mut self.tcp;
@@ -222,6 +231,7 @@ impl<B: PacketBuf> Pipeline<B> {
     /// Builds every reply and ACK due into buffers from `pool`, appended to `out` (one
     /// transmit batch). Stops when `out` is full or the pool is empty; the rest stays due.
     /// Returns the frames appended.
+    #[inline]
     pub fn poll_tx<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
@@ -229,6 +239,16 @@ impl<B: PacketBuf> Pipeline<B> {
         out: &mut Burst<B>,
     ) -> usize {
         let start = out.len();
+        if !self.ctl.is_empty() {
+            self.poll_ctl(pool, out);
+        }
+        self.tcp.poll_tx(now, pool, out, self.tx_csum_offload);
+        out.len() - start
+    }
+
+    /// The control-plane replies queued, built into `out` (rare: kept out of line).
+    #[inline(never)]
+    fn poll_ctl<P: BufPool<Buf = B>>(&mut self, pool: &mut P, out: &mut Burst<B>) {
         while !out.is_full() {
             let Some(ctl) = self.ctl.first() else { break };
             let Some(mut b) = pool.alloc(MAX_REPLY) else {
@@ -259,8 +279,6 @@ impl<B: PacketBuf> Pipeline<B> {
             }
             out.push(b);
         }
-        self.tcp.poll_tx(now, pool, out, self.tx_csum_offload);
-        out.len() - start
     }
 
     /// Flushes every held GRO run into TCP (shutdown: nothing stays held).
