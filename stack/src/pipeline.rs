@@ -149,16 +149,21 @@ impl<B: PacketBuf> Pipeline<B> {
         // Each frame's header lines are fetched PREFETCH_AHEAD frames before it is
         // handled: a frame the NIC (or another core) just wrote is a cache miss on first
         // touch, longer than the handling of one frame when GRO merges it into a run.
-        let mut frames = core::mem::take(burst).into_iter();
-        for b in frames.as_slice().iter().take(PREFETCH_AHEAD) {
+        //
+        // The frames are taken from the back of the reversed burst: a pop moves one
+        // buffer, where moving the burst out to iterate it (`mem::take`) copied all
+        // MAX_BURST slots, a fixed cost per burst that a burst of one frame paid whole.
+        // `burst[n - 1 - k]` is then the k-th frame after the one being handled.
+        burst.reverse();
+        for b in burst.iter().rev().take(PREFETCH_AHEAD) {
             b.prefetch_data();
         }
-        while let Some(buf) = frames.next() {
-            let ahead = frames.as_slice();
-            if let Some(a) = ahead.get(DESC_AHEAD - 1) {
+        while let Some(buf) = burst.pop() {
+            let n = burst.len();
+            if let Some(a) = n.checked_sub(DESC_AHEAD).and_then(|i| burst.get(i)) {
                 a.prefetch_descriptor();
             }
-            if let Some(a) = ahead.get(PREFETCH_AHEAD - 1) {
+            if let Some(a) = n.checked_sub(PREFETCH_AHEAD).and_then(|i| burst.get(i)) {
                 a.prefetch_data();
             }
             self.stats.rx_packets += 1;
