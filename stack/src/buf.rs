@@ -233,6 +233,11 @@ impl<B: PacketBuf> FreeBatch<B> {
             let _ = self.0.try_push(sl.buf);
         }
     }
+    /// Whether no buffer is gathered.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
     /// Frees every buffer gathered.
     #[inline]
     pub(crate) fn free(&mut self) {

@@ -111,6 +111,7 @@ impl<B: PacketBuf> Pipeline<B> {
     /// at the end of the burst flushes the GRO runs that are due. Call it with an empty
     /// burst too when the queue returned nothing: that tells GRO the queue is drained
     /// (see `GroConfig::busy_hold_ns`).
+    #[inline]
     pub fn handle_rx_burst(&mut self, now: Instant, burst: &mut Burst<B>) {
         if burst.is_empty() {
             // Nothing to feed (an idle iteration): GRO only learns the queue drained and
@@ -122,6 +123,13 @@ impl<B: PacketBuf> Pipeline<B> {
             }
             return;
         }
+        self.handle_frames(now, burst);
+    }
+
+    /// [`Pipeline::handle_rx_burst`] for a burst that is not empty (out of line: the idle
+    /// iteration's path above is inlined into the loop).
+    #[inline(never)]
+    fn handle_frames(&mut self, now: Instant, burst: &mut Burst<B>) {
         // The first DESC_AHEAD frames' descriptors are fetched now, the rest DESC_AHEAD
         // frames ahead, below. A whole burst's at once (up to MAX_BURST misses) would fill
         // the core's line-fill buffers and the prefetches themselves would wait.
@@ -141,16 +149,21 @@ impl<B: PacketBuf> Pipeline<B> {
         // Each frame's header lines are fetched PREFETCH_AHEAD frames before it is
         // handled: a frame the NIC (or another core) just wrote is a cache miss on first
         // touch, longer than the handling of one frame when GRO merges it into a run.
-        let mut frames = core::mem::take(burst).into_iter();
-        for b in frames.as_slice().iter().take(PREFETCH_AHEAD) {
+        //
+        // The frames are taken from the back of the reversed burst: a pop moves one
+        // buffer, where moving the burst out to iterate it (`mem::take`) copied all
+        // MAX_BURST slots, a fixed cost per burst that a burst of one frame paid whole.
+        // `burst[n - 1 - k]` is then the k-th frame after the one being handled.
+        burst.reverse();
+        for b in burst.iter().rev().take(PREFETCH_AHEAD) {
             b.prefetch_data();
         }
-        while let Some(buf) = frames.next() {
-            let ahead = frames.as_slice();
-            if let Some(a) = ahead.get(DESC_AHEAD - 1) {
+        while let Some(buf) = burst.pop() {
+            let n = burst.len();
+            if let Some(a) = n.checked_sub(DESC_AHEAD).and_then(|i| burst.get(i)) {
                 a.prefetch_descriptor();
             }
-            if let Some(a) = ahead.get(PREFETCH_AHEAD - 1) {
+            if let Some(a) = n.checked_sub(PREFETCH_AHEAD).and_then(|i| burst.get(i)) {
                 a.prefetch_data();
             }
             self.stats.rx_packets += 1;
@@ -205,6 +218,7 @@ impl<B: PacketBuf> Pipeline<B> {
     }
 
     /// Fires what is due at `now`: GRO runs whose hold time is up, then TCP's timers.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(gro) = &mut self.gro {
             let tcp = &mut self.tcp;
@@ -222,6 +236,7 @@ impl<B: PacketBuf> Pipeline<B> {
     /// Builds every reply and ACK due into buffers from `pool`, appended to `out` (one
     /// transmit batch). Stops when `out` is full or the pool is empty; the rest stays due.
     /// Returns the frames appended.
+    #[inline]
     pub fn poll_tx<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
@@ -229,6 +244,16 @@ impl<B: PacketBuf> Pipeline<B> {
         out: &mut Burst<B>,
     ) -> usize {
         let start = out.len();
+        if !self.ctl.is_empty() {
+            self.poll_ctl(pool, out);
+        }
+        self.tcp.poll_tx(now, pool, out, self.tx_csum_offload);
+        out.len() - start
+    }
+
+    /// The control-plane replies queued, built into `out` (rare: kept out of line).
+    #[inline(never)]
+    fn poll_ctl<P: BufPool<Buf = B>>(&mut self, pool: &mut P, out: &mut Burst<B>) {
         while !out.is_full() {
             let Some(ctl) = self.ctl.first() else { break };
             let Some(mut b) = pool.alloc(MAX_REPLY) else {
@@ -259,8 +284,6 @@ impl<B: PacketBuf> Pipeline<B> {
             }
             out.push(b);
         }
-        self.tcp.poll_tx(now, pool, out, self.tx_csum_offload);
-        out.len() - start
     }
 
     /// Flushes every held GRO run into TCP (shutdown: nothing stays held).

@@ -696,8 +696,19 @@ impl<B: PacketBuf> Gro<B> {
     /// ([`FlushReason::BurstEnd`], as `napi_complete_done` does without
     /// `gro_flush_timeout`); otherwise flushes the runs whose deadline passed
     /// ([`FlushReason::Timer`]).
+    #[inline]
     pub fn end_of_burst(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
+        // Nothing held (every idle loop iteration, and every burst whose runs all ended
+        // in it): nothing to flush or free.
+        if self.table.oldest().is_none() && self.spent.is_empty() {
+            return;
+        }
+        self.end_of_burst_held(now, out);
+    }
+
+    #[inline(never)]
+    fn end_of_burst_held(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         if self.hold == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
             self.spent.free();
@@ -709,8 +720,18 @@ impl<B: PacketBuf> Gro<B> {
     /// Flushes every run held for `flush_ns` or longer ([`FlushReason::Timer`]), oldest
     /// first. Costs O(expired + 1): runs are kept in arrival order and the oldest expires
     /// first.
+    #[inline]
     pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
+        // Nothing held: the check is inlined into every loop iteration, the flush is not.
+        if self.table.oldest().is_none() && self.spent.is_empty() {
+            return;
+        }
+        self.flush_expired_held(now, out);
+    }
+
+    #[inline(never)]
+    fn flush_expired_held(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         while let Some(s) = self.table.oldest() {
             if self.table.run(s).first_rx + self.hold > now {
                 break;

@@ -422,9 +422,20 @@ impl<B: PacketBuf> Tcp<B> {
     /// core's send queues hold at most three quarters of it (a quarter free, so that one
     /// acknowledged buffer does not wake every waiting writer for one buffer; Linux's
     /// `sk_stream_write_space` likewise waits for a third of a socket's buffer).
+    ///
+    /// Called after every segment and every loop iteration, nearly always with nobody
+    /// waiting: the check is inlined into the callers and the wake is out of line.
+    #[inline(always)]
     fn wake_budget_starved(&mut self) {
+        if !self.budget_starved.is_empty() {
+            self.wake_budget_starved_slow();
+        }
+    }
+
+    #[inline(never)]
+    fn wake_budget_starved_slow(&mut self) {
         let limit = self.cfg.snd_core_slices;
-        if self.budget_starved.is_empty() || self.ctx.snd_held > limit - limit / 4 {
+        if self.ctx.snd_held > limit - limit / 4 {
             return;
         }
         for (slot, gen) in self.budget_starved.drain(..) {
@@ -499,7 +510,19 @@ impl<B: PacketBuf> Tcp<B> {
 
     /// Fires every timer that is due at `now`: O(expired · log n), no walk over the
     /// tables (see `timer`).
+    #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {
+        // Nearly every loop iteration has no timer due: the earliest entry (live or stale)
+        // is later than `now`, and nothing else is to do (nobody waits for send budget).
+        if self.ctx.timers.next_deadline().is_none_or(|t| t > now) && self.budget_starved.is_empty()
+        {
+            return;
+        }
+        self.fire_timers(now);
+    }
+
+    #[inline(never)]
+    fn fire_timers(&mut self, now: Instant) {
         // Handlers re-arm only for later deadlines; the budget makes sure a handler that
         // did not would wait for the next call instead of spinning here.
         let mut budget = self.ctx.timers.len();

@@ -435,7 +435,27 @@ impl<B: PacketBuf> Tcp<B> {
     /// Nagle, the cork and SWS avoidance allow (see [`Tcp::send`]), each segment carrying
     /// the connection's ACK. With `tx_csum_offload`, asks each buffer for TX checksum
     /// offload and falls back to software when it refuses. Returns the frames appended.
+    #[inline]
     pub fn poll_tx<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        out: &mut Burst<B>,
+        tx_csum_offload: bool,
+    ) -> usize {
+        // Most loop iterations owe nothing: the check is inlined, the building is not.
+        if self.ctx.due.is_empty()
+            && self.ctl.is_empty()
+            && self.starved.is_empty()
+            && self.ctx.spent.is_empty()
+        {
+            return 0;
+        }
+        self.poll_tx_owed(now, pool, out, tx_csum_offload)
+    }
+
+    #[inline(never)]
+    fn poll_tx_owed<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
         pool: &mut P,
