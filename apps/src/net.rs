@@ -407,6 +407,18 @@ impl Link {
         self.clock.now()
     }
 
+    /// The clock's reading and the TSC count it was taken from (one read, for a loop
+    /// that also counts its busy cycles).
+    pub fn now_and_cycles(&self) -> (Instant, u64) {
+        let t = Clock::cycles();
+        (self.clock.instant_at(t), t)
+    }
+
+    /// TSC cycles in ns.
+    pub fn cycles_to_ns(&self, cycles: u64) -> u64 {
+        self.clock.cycles_to_ns(cycles)
+    }
+
     /// Where the pipeline builds its frames and `Tcp::send` copies data into.
     pub fn pool(&mut self) -> &mut StashPool {
         &mut self.pool

@@ -312,6 +312,7 @@ wait_listening 7007
 echo_clients echo_kernel "$ECHO_CONNS" "$ECHO_MB" "TCP4:$KERNEL_IP4:7007"
 kernel_stop
 check "echo_kernel: the kernel's echo server returned every byte too" eq "$OK" "$ECHO_CONNS"
+check "echo: weir-serve counted its busy time (loop_busy_ns)" gt "$(j echo .loop_busy_ns)" 0
 figure "echo, $ECHO_CONNS x $ECHO_MB MiB each way" "$ECHO_SECS" "$SECS" "seconds (a Python echo server for the kernel)"
 echo_case echo_impaired "$IMPAIRED_ECHO_MB" --impair "$IMPAIR,seed=22"
 check "echo_impaired: weir retransmitted" gt "$(j echo_impaired .tcp_retransmits)" 0

@@ -24,6 +24,7 @@ use stack::stats::Stats;
 use stack::time::{Duration, Instant};
 
 use super::glue::{Glue, GlueCounts, ServeApp, Tally};
+use crate::busy::BusySpan;
 use crate::net::{Link, LinkStats};
 
 /// How often a core publishes its stats for `--metrics` (weir-sink's cores do the same).
@@ -100,8 +101,13 @@ pub(crate) fn run_core<A: ServeApp>(c: CoreCtx<A>) -> Result<CoreResult> {
     let started = link.now();
     let mut next_publish = started + PUBLISH_EVERY;
     let mut now: Instant;
+    // Busy time as weir-sink counts it (`crate::busy`): an iteration that received or
+    // sent something counts from its start to the next one's.
+    let mut span = BusySpan::default();
     loop {
-        now = link.now();
+        let t0;
+        (now, t0) = link.now_and_cycles();
+        lp.busy_cycles += span.close(t0);
         let n = link.rx_burst(now, &mut rx);
         p.handle_rx_burst(now, &mut rx);
         glue.serve(p.tcp(), link.pool(), now);
@@ -112,6 +118,7 @@ pub(crate) fn run_core<A: ServeApp>(c: CoreCtx<A>) -> Result<CoreResult> {
         lp.iterations += 1;
         if n > 0 || m > 0 {
             lp.busy_iterations += 1;
+            span.busy(t0);
         }
         if lp.iterations % 4096 == 0 {
             link.note_pool();
@@ -121,6 +128,8 @@ pub(crate) fn run_core<A: ServeApp>(c: CoreCtx<A>) -> Result<CoreResult> {
             let mut s = with_link(&p.stats(), &link.stats());
             s.lp.iterations = lp.iterations;
             s.lp.busy_iterations = lp.busy_iterations;
+            s.lp.busy_cycles = lp.busy_cycles;
+            s.lp.busy_ns = link.cycles_to_ns(lp.busy_cycles);
             q.force_push((queue, s));
         }
         if lp.iterations % 1024 == 0
@@ -129,6 +138,7 @@ pub(crate) fn run_core<A: ServeApp>(c: CoreCtx<A>) -> Result<CoreResult> {
             break;
         }
     }
+    lp.busy_cycles += span.close(dpdk::Clock::cycles());
     p.flush_gro(now);
     glue.serve(p.tcp(), link.pool(), now);
     glue.stop(p.tcp(), now);
@@ -145,6 +155,8 @@ pub(crate) fn run_core<A: ServeApp>(c: CoreCtx<A>) -> Result<CoreResult> {
     let mut stats = with_link(&p.stats(), &ls);
     stats.lp.iterations = lp.iterations;
     stats.lp.busy_iterations = lp.busy_iterations;
+    stats.lp.busy_cycles = lp.busy_cycles;
+    stats.lp.busy_ns = link.cycles_to_ns(lp.busy_cycles);
     let counts = glue.counts();
     let tally = glue.tally().clone();
     // The pipeline's buffers and the link's transmit stash go back to the pool here, on
