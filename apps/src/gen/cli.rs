@@ -311,6 +311,7 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "unresolved": s.unresolved,
         "alloc_failures": s.alloc_failures,
         "shared_payload_segments": s.shared,
+        "payload_refs_exhausted": s.refs_exhausted,
         "rx_ignored": s.rx_ignored,
         "rx_bad_checksum": s.rx_bad_checksum,
         "resets_ignored": s.resets_ignored,

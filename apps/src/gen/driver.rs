@@ -183,6 +183,7 @@ impl Engine for Gen<Mbuf> {
         let mut stats = self.stats();
         stats.stamped = pool.stamped_segments;
         stats.shared = pool.chained_segments;
+        stats.refs_exhausted = pool.refs_exhausted;
         (stats, self.cwnd_summary())
     }
 }

@@ -104,6 +104,10 @@ pub struct GenPool {
     pub stamped_segments: u64,
     /// See [`GenPool::stamped_segments`].
     pub chained_segments: u64,
+    /// Segments whose payload could have gone by reference but was copied because the
+    /// pool of payload references was empty at that moment (how often depends on how fast
+    /// the port gives transmitted mbufs back).
+    pub refs_exhausted: u64,
 }
 
 impl GenPool {
@@ -119,6 +123,7 @@ impl GenPool {
             damaged: 0,
             stamped_segments: 0,
             chained_segments: 0,
+            refs_exhausted: 0,
         }
     }
 
@@ -280,6 +285,7 @@ impl BufPool for GenPool {
         let mut m = BufPool::alloc(&mut self.plain, hdr_len)?;
         let sh = self.shared.as_ref()?;
         if !m.chain_shared(&sh.refs, &sh.data, p16, l16) {
+            self.refs_exhausted += 1;
             return None;
         }
         self.chained_segments += 1;

@@ -218,6 +218,9 @@ pub struct GenStats {
     /// Data segments whose payload went by reference: a header buffer with a slice of
     /// the shared pattern chained behind (see [`super::pool`]).
     pub shared: u64,
+    /// Of the copied payloads, those copied because no payload reference was free
+    /// ([`super::pool::GenPool::refs_exhausted`]).
+    pub refs_exhausted: u64,
     /// Bursts (or whole transfers) that reached full rate: the window stopped being the
     /// limit (not cwnd-limited, or at `--max-cwnd`, or at the receiver's window).
     pub ramps: u64,
