@@ -30,6 +30,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/lib/tapns.sh
 . scripts/lib/tapns.sh
+# shellcheck source=scripts/lib/prom.sh
+. scripts/lib/prom.sh
 
 tapns_require
 for t in socat iperf jq ping curl tshark sha256sum; do
@@ -132,24 +134,7 @@ check "cap: nanosecond timestamps (sub-microsecond digits present)" gt "$(tshark
 M=$work/cap.prom
 check "metrics: HTTP 200 with the Prometheus content type" grep -qi '^content-type: text/plain; version=0.0.4' "$work/cap.headers"
 check "metrics: unknown path answers 404" eq "$(cat "$work/cap.404")" 404
-wellformed() { # every sample line well-formed, every family has HELP and TYPE first
-  awk '
-    /^# HELP weir_[a-z0-9_]+ / { help[$3] = 1; next }
-    /^# TYPE weir_[a-z0-9_]+ (counter|gauge)$/ { if (!help[$3]) { print "TYPE before HELP: " $3; bad = 1 } type[$3] = 1; next }
-    /^#/ { print "bad comment: " $0; bad = 1; next }
-    /^$/ { next }
-    {
-      if ($0 !~ /^weir_[a-z0-9_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.]+(e[-+]?[0-9]+)?$/) { print "bad sample: " $0; bad = 1; next }
-      name = $1; sub(/\{.*/, "", name)
-      if (!type[name]) { print "sample without TYPE: " name; bad = 1 }
-      n++
-    }
-    END { if (n == 0) { print "no samples"; bad = 1 } exit bad }' "$M"
-}
 check "metrics: well-formed exposition (HELP, TYPE, samples)" wellformed
-prom() { # prom 'name{labels}' -> value (exact series)
-  awk -v s="$1" '$1 == s { print $2; found = 1 } END { if (!found) print "missing" }' "$M"
-}
 for pair in gro_segments_in:weir_gro_segments_in_total gro_units_out:weir_gro_units_out_total \
   tcp_bytes_in_order:weir_tcp_bytes_in_order_total tcp_segments_in_order:weir_tcp_segments_in_order_total \
   acks_sent:weir_acks_sent_total data_acks_sent:weir_data_acks_sent_total \

@@ -55,6 +55,8 @@ cd "$(dirname "$0")/../.."
 . scripts/lib/tapns.sh
 # shellcheck source=scripts/lib/e2e.sh
 . scripts/lib/e2e.sh
+# shellcheck source=scripts/lib/prom.sh
+. scripts/lib/prom.sh
 
 # IPv6 from the documentation prefix (RFC 3849), for weir and the kernel on the tap.
 WEIR_IP6=2001:db8::1 PEER_IP6=2001:db8::2
@@ -616,24 +618,7 @@ check "capture: received frames written = inbound frames in the file" eq "$(j ca
 M=$work/capture.prom
 check "metrics: HTTP 200 with the Prometheus content type" grep -qi '^content-type: text/plain; version=0.0.4' "$work/capture.headers"
 check "metrics: unknown path answers 404" eq "$(cat "$work/capture.404")" 404
-wellformed() { # every sample line well-formed, every family has HELP and TYPE first
-  awk '
-    /^# HELP weir_[a-z0-9_]+ / { help[$3] = 1; next }
-    /^# TYPE weir_[a-z0-9_]+ (counter|gauge)$/ { if (!help[$3]) { print "TYPE before HELP: " $3; bad = 1 } type[$3] = 1; next }
-    /^#/ { print "bad comment: " $0; bad = 1; next }
-    /^$/ { next }
-    {
-      if ($0 !~ /^weir_[a-z0-9_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.]+(e[-+]?[0-9]+)?$/) { print "bad sample: " $0; bad = 1; next }
-      name = $1; sub(/\{.*/, "", name)
-      if (!type[name]) { print "sample without TYPE: " name; bad = 1 }
-      n++
-    }
-    END { if (n == 0) { print "no samples"; bad = 1 } exit bad }' "$M"
-}
 check "metrics: well-formed exposition (HELP, TYPE, samples)" wellformed
-prom() { # prom 'name{labels}' -> value (exact series)
-  awk -v s="$1" '$1 == s { print $2; found = 1 } END { if (!found) print "missing" }' "$M"
-}
 # Scraped after the clients ended and before SIGINT: only TCP totals, which cannot change
 # once the connections are closed, are compared (stray IPv6 multicast from the namespace's
 # kernel may still move rx_packets).
