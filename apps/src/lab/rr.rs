@@ -149,6 +149,31 @@ fn method(o: &Opts, load: &str) -> String {
     )
 }
 
+/// One row of `rr_abc.csv`.
+fn abc_row(
+    table: &str,
+    burst: u32,
+    counting: &str,
+    policy: &str,
+    gap_ns: u64,
+    r: &Row,
+) -> Vec<String> {
+    vec![
+        table.into(),
+        burst.to_string(),
+        counting.into(),
+        policy.into(),
+        gap_ns.to_string(),
+        format!("{:.0}", r.tps),
+        format!("{:.0}", r.client_cycles),
+        format!("{:.0}", r.server_cycles),
+        format!("{:.3}", r.segments),
+        format!("{:.3}", r.pure_acks),
+        format!("{:.3}", r.useless),
+        r.clean.to_string(),
+    ]
+}
+
 fn abc(lab: &Lab<'_>, load: &str) -> Result<()> {
     let dir = &lab.o.out;
     let bursts = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
@@ -183,36 +208,10 @@ fn abc(lab: &Lab<'_>, load: &str) -> Result<()> {
     pb.finish_and_clear();
     let mut csv = Vec::new();
     for (b, r) in &table {
-        csv.push(vec![
-            "bursts".into(),
-            b.to_string(),
-            "bytes".into(),
-            "linux".into(),
-            "0".into(),
-            format!("{:.0}", r.tps),
-            format!("{:.0}", r.client_cycles),
-            format!("{:.0}", r.server_cycles),
-            format!("{:.3}", r.segments),
-            format!("{:.3}", r.pure_acks),
-            format!("{:.3}", r.useless),
-            r.clean.to_string(),
-        ]);
+        csv.push(abc_row("bursts", *b, "bytes", "linux", 0, r));
     }
     for (g, b, s, p, r) in &cross {
-        csv.push(vec![
-            "cross".into(),
-            b.to_string(),
-            s.to_string(),
-            p.to_string(),
-            g.to_string(),
-            format!("{:.0}", r.tps),
-            format!("{:.0}", r.client_cycles),
-            format!("{:.0}", r.server_cycles),
-            format!("{:.3}", r.segments),
-            format!("{:.3}", r.pure_acks),
-            format!("{:.3}", r.useless),
-            r.clean.to_string(),
-        ]);
+        csv.push(abc_row("cross", *b, &s.to_string(), p, *g, r));
     }
     write_csv(
         &dir.join("rr_abc.csv"),
