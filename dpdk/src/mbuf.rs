@@ -472,6 +472,37 @@ impl PacketBuf for Mbuf {
     fn is_contiguous(&self) -> bool {
         self.m().nb_segs == 1
     }
+    /// The first segment's room after its data, when the bytes are this mbuf's alone: a
+    /// direct mbuf (not attached to another's data or to an external buffer) of one
+    /// segment that nothing else references (`refcnt` 1: an indirect mbuf attached to it
+    /// would have raised it). Otherwise 0.
+    fn tailroom(&self) -> usize {
+        let m = self.m();
+        let foreign = dpdk_sys::RTE_MBUF_F_INDIRECT | dpdk_sys::RTE_MBUF_F_EXTERNAL;
+        if m.ol_flags & foreign != 0 || m.nb_segs != 1 || !m.next.is_null() {
+            return 0;
+        }
+        // SAFETY: the mbuf is valid while self lives; an atomic read.
+        if unsafe { dpdk_sys::rte_mbuf_refcnt_read(self.raw.as_ptr()) } != 1 {
+            return 0;
+        }
+        usize::from(m.buf_len)
+            .saturating_sub(usize::from(m.data_off))
+            .saturating_sub(usize::from(m.data_len))
+    }
+    fn append(&mut self, bytes: &[u8]) -> bool {
+        bytes.len() <= PacketBuf::tailroom(self) && self.extend_from_slice(bytes)
+    }
+    /// `rte_pktmbuf_trim` of a one-segment mbuf (a frame's Ethernet padding, a reply
+    /// built in a buffer sized for the worst case).
+    fn truncate(&mut self, len: usize) -> bool {
+        let m = self.m();
+        let have = usize::from(m.data_len);
+        if m.nb_segs != 1 || len > have {
+            return false;
+        }
+        len == have || self.trim((have - len) as u16)
+    }
     /// Always `true`: an mbuf carries the request to any port; the caller decided from the
     /// port's [`crate::Port::tx_csum_caps`] that the port completes it.
     fn request_tx_checksum(&mut self, req: TxChecksumOffload) -> bool {

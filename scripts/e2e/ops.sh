@@ -55,6 +55,8 @@ between() { # between LO X HI: LO <= X <= HI
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }' || { echo "       expected $1 > $2" >&2; return 1; }; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || { echo "       expected $1 <= $2" >&2; return 1; }; }
 j() { jq -r "$2" "$work/$1.json"; }
+# no_refusal NAME: no in-window data refused for want of receive-queue room (as scripts/lib/e2e.sh's).
+no_refusal() { check "$1: no in-window data refused (tcp.rx_queue_full)" eq "$(j "$1" '.drops_by_reason["tcp.rx_queue_full"] // 0')" 0; }
 # ts FILE FILTER: frames in FILE matching FILTER, one line per frame (its number). Not
 # tshark's summary lines: the payloads are random bytes, tshark runs dozens of heuristic
 # text-protocol dissectors on TCP, and a summary's Info column can then carry a line
@@ -102,6 +104,7 @@ echo "== case: --pcap and --metrics on one run (socat 20 MB + iperf -P 4 -t 2)"
 BODY=cap_body session cap --port 5001 --pcap "$work/cap.pcapng" --metrics "$METRICS_ADDR"
 P=$work/cap.pcapng
 check "cap: socat digest matches the file" eq "$(j cap '[.digests[] | select(.local_port == 5001) | .sha256] | first')" "$(cat "$work/cap.sha")"
+no_refusal cap
 check "cap: tshark reads the file" tshark -r "$P" -c 1 >/dev/null 2>&1
 rx_lost=$(j cap .pcap_rx_dropped) tx_lost=$(j cap .pcap_tx_dropped)
 echo "       capture left out $rx_lost received and $tx_lost transmitted frames (the writer's share of CPU decides; accounted below)"
@@ -155,6 +158,7 @@ small_body() { send_file "$1" 20 5001; }
 echo "== case: --pcap-snaplen 96 --pcap-max-mb 1 on a 20 MB transfer"
 BODY=small_body session small --port 5001 --pcap "$work/small.pcapng" --pcap-snaplen 96 --pcap-max-mb 1
 check "small: transfer intact" eq "$(j small '[.digests[] | select(.local_port == 5001) | .sha256] | first')" "$(cat "$work/small.sha")"
+no_refusal small
 check "small: no frame longer than the snaplen in the file" le "$(tshark -r "$work/small.pcapng" -T fields -e frame.cap_len 2>/dev/null | sort -n | tail -1)" 96
 check "small: original lengths kept (frame.len > cap_len for data)" gt "$(ts "$work/small.pcapng" "frame.len > frame.cap_len")" 0
 check "small: frames left out once the file is full (pcap_dropped > 0)" gt "$(j small .pcap_dropped)" 0
@@ -195,6 +199,7 @@ check "config: file's ack_policy used" eq "$(j cfg .settings.ack_policy)" "every
 check "config: file's max_conns used" eq "$(j cfg .settings.max_conns)" 64
 check "config: command line overrides gro_flush_ns" eq "$(j cfg .settings.gro_flush_ns)" 777
 check "config: transfer to the file's port intact" eq "$(j cfg '[.digests[] | select(.local_port == 5003) | .sha256] | first')" "$(cat "$work/cfg.sha")"
+no_refusal cfg
 
 # ---- 4. logs ----
 echo "== case: logs"

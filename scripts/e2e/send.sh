@@ -149,6 +149,7 @@ send_case() {
       eq "$(j "$name" '"\(.peer_resolved) \(.arp_requests > 0) \(.tcp_active_opens)"')" "true true 1"
   fi
   check "$name: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$name" .mbufs_in_use_at_exit)" 0
+  no_refusal "$name"
   rm -f "$work/$name.out"
 }
 
@@ -197,6 +198,7 @@ echo_case() {
     eq "$(j "$name" '"\(.echo_connections) \(.echo_closed) \(.echo_reset) \(.echo_open_at_stop)"')" \
     "$conns $conns 0 0"
   check "$name: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$name" .mbufs_in_use_at_exit)" 0
+  no_refusal "$name"
   local zc=true how="without a copy (recv_bufs, send_bufs)"
   if [[ " $* " == *" --copy "* ]]; then zc=false how="through a copy (--copy)"; fi
   check "$name: echoed $how" eq "$(j "$name" .echo_zero_copy)" $zc

@@ -175,6 +175,7 @@ serve_stop() {
   grep -E '^(weir-serve|  )' "$work/$name.log" | grep -v '^  session' | sed 's/^/       /' || true
   check "$name: weir-serve exits 0" eq "$RC" 0
   check "$name: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$name" .mbufs_in_use_at_exit)" 0
+  no_refusal "$name"
   check "$name: $errors engine errors" eq "$(j "$name" .serve.app_errors)" "$errors"
 }
 

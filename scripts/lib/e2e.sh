@@ -97,11 +97,19 @@ socat_file() {
 j() { jq -r "$2" "$work/$1.json"; }
 digest_of() { j "$1" '[.digests[] | select(.local_port == 5002) | .sha256] | last // "none"'; }
 
+# no_refusal NAME: no in-window data was refused for want of receive-queue room (the
+# window offers only what the connection can hold: docs/decisions/receive-room.md).
+no_refusal() {
+  check "$1: no in-window data refused (tcp.rx_queue_full)" \
+    eq "$(j "$1" '.drops_by_reason["tcp.rx_queue_full"] // 0')" 0
+}
+
 # common_checks NAME EXPECTED-IN-ORDER-BYTES: the invariants of every clean run.
 common_checks() {
   check "$1: tcp_bytes_in_order equals what the kernel sent" eq "$(j "$1" .tcp_bytes_in_order)" "$2"
   check "$1: socat SHA-256 equals weir's digest" eq "$(digest_of "$1")" "$(cat "$work/$1.sha")"
   check "$1: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$1" .mbufs_in_use_at_exit)" 0
+  no_refusal "$1"
   check "$1: no connection left open" eq "$(j "$1" .connections_open)" 0
   check "$1: every connection closed cleanly" eq "$(j "$1" '[.digests[] | select(.end != "closed")] | length')" 0
 }

@@ -77,6 +77,20 @@ pub trait PacketBuf {
     fn truncate(&mut self, _len: usize) -> bool {
         false
     }
+    /// Bytes that may still be appended after the frame's last byte with
+    /// [`PacketBuf::append`]: 0 unless the buffer is exclusively the holder's (no other
+    /// reference to its bytes, one segment) and has room after its data. TCP copies a small
+    /// in-order segment into the tail of the receive queue's last buffer when it fits
+    /// (Linux `tcp_try_coalesce`), so a window's worth of small segments needs few
+    /// buffers. The default: none.
+    fn tailroom(&self) -> usize {
+        0
+    }
+    /// Copies `bytes` after the frame's last byte. Returns `false` (nothing changed) when
+    /// they exceed [`PacketBuf::tailroom`].
+    fn append(&mut self, _bytes: &[u8]) -> bool {
+        false
+    }
     /// Asks the NIC to compute checksums on transmit. Call it only when the port the
     /// buffer leaves on offloads them (the driver says so once: the pipeline's
     /// `tx_csum_offload`). Returns `false` when this buffer type cannot carry the request

@@ -13,6 +13,8 @@ use crate::driver::{Burst, RxQueue, TxQueue};
 #[derive(Debug, Default)]
 pub struct VecBuf {
     data: Vec<u8>,
+    /// The most bytes `data` may grow to with [`PacketBuf::append`] (an mbuf's data room).
+    room: usize,
     csum: RxChecksum,
     in_use: Option<Rc<Cell<usize>>>,
 }
@@ -21,10 +23,17 @@ impl VecBuf {
     /// A buffer holding `data`, not counted by any pool.
     pub fn from_vec(data: Vec<u8>) -> Self {
         VecBuf {
+            room: data.len(),
             data,
             csum: RxChecksum::default(),
             in_use: None,
         }
+    }
+    /// Lets the buffer grow to `room` bytes with [`PacketBuf::append`], as an mbuf of a
+    /// pool with that data room can (never below its length).
+    pub fn with_room(mut self, room: usize) -> Self {
+        self.room = room.max(self.data.len());
+        self
     }
     /// Sets the RX checksum verdicts, as a NIC with checksum offload would.
     pub fn with_rx_checksum(mut self, csum: RxChecksum) -> Self {
@@ -62,6 +71,16 @@ impl PacketBuf for VecBuf {
         self.data.truncate(len);
         true
     }
+    fn tailroom(&self) -> usize {
+        self.room.saturating_sub(self.data.len())
+    }
+    fn append(&mut self, bytes: &[u8]) -> bool {
+        if bytes.len() > self.tailroom() {
+            return false;
+        }
+        self.data.extend_from_slice(bytes);
+        true
+    }
 }
 
 /// A bounded pool of [`VecBuf`]s: at most `capacity` outstanding, each at most
@@ -94,6 +113,7 @@ impl VecPool {
         }
         self.in_use.set(self.in_use.get() + 1);
         Some(VecBuf {
+            room: self.buf_size.max(data.len()),
             data,
             csum: RxChecksum::default(),
             in_use: Some(self.in_use.clone()),

@@ -103,6 +103,9 @@ pub struct Fixture {
     /// The window field of the peer's segments (scaled by its window scale, 7 with
     /// [`SynOpts::all`]).
     pub window: u16,
+    /// The size each received frame's buffer may grow to (an mbuf's data room), so that
+    /// TCP can coalesce small segments into it; 0 (the default): exactly the frame.
+    pub rx_room: usize,
 }
 
 /// The state tests' configuration: room for 64 connections and 16 half-open ones.
@@ -137,6 +140,7 @@ impl Fixture {
             id: None,
             offload: false,
             window: 1024,
+            rx_room: 0,
         }
     }
 
@@ -263,7 +267,7 @@ impl Fixture {
                 }
             }
             let s = PayloadSlice {
-                buf: VecBuf::from_vec(frame),
+                buf: VecBuf::from_vec(frame).with_room(self.rx_room),
                 off: HEADROOM as u16,
                 len: l as u16,
             };

@@ -40,7 +40,8 @@ pub struct SinkArgs {
     #[arg(long, value_name = "N", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub max_conns: u64,
-    /// Receive buffer per connection in bytes (the window's upper bound).
+    /// Receive buffer per connection in bytes (the window's upper bound, along with the
+    /// receive queue's slices: 512 of 896 bytes each).
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20,
           value_parser = clap::value_parser!(u32).range(16_384..=1_073_741_824))]
     pub rcvbuf: u32,

@@ -54,6 +54,16 @@ pub struct TcpConfig {
     pub ooo_core_slices: usize,
     /// Payload slices one connection's receive queue holds (allocated at set-up).
     pub rxq_slices: usize,
+    /// The payload bytes each free receive-queue slice is counted as able to take when the
+    /// window is offered: the window is at most this times the free slices (less one), as
+    /// well as the free bytes of [`TcpConfig::rcv_buf`], so that a peer filling it with
+    /// segments of any size is never refused for want of slices. It holds when it is at
+    /// most half of what one receive buffer holds after the headers: an in-order segment
+    /// shorter than this is copied into the tail of the last slice's buffer when it fits
+    /// (Linux `tcp_try_coalesce`), so every slice but the last ends up holding more than
+    /// it. 896 suits DPDK's default 2,048-byte data room (2,048 less 134 bytes of the
+    /// longest IPv4 and TCP headers, halved, is 957).
+    pub rxq_slice_bytes: u32,
     /// ACKs one connection may have decided and not yet sent (allocated at set-up). Every
     /// decision to ACK now yields its own frame, as in Linux; beyond this many in one loop
     /// iteration the oldest are merged into a stretch ACK and counted in
@@ -136,6 +146,18 @@ pub struct TcpConfig {
     pub rss: Option<Rss>,
 }
 
+impl TcpConfig {
+    /// The window of our SYN or SYN-ACK, never scaled (RFC 7323 §2.2): the receive buffer
+    /// up to 65,535, and no more than a connection's receive slices take
+    /// ([`TcpConfig::rxq_slice_bytes`] each).
+    pub fn syn_window(&self) -> u32 {
+        let slots = u32::try_from(self.rxq_slices).unwrap_or(u32::MAX);
+        self.rcv_buf
+            .min(65535)
+            .min(slots.saturating_mul(self.rxq_slice_bytes))
+    }
+}
+
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
@@ -147,6 +169,7 @@ impl Default for TcpConfig {
             ooo_core_bytes: 16 << 20,
             ooo_core_slices: 16 * 1024,
             rxq_slices: 512,
+            rxq_slice_bytes: 896,
             ack_queue: 128,
             seed: 0x7765_6972,
             synack_retries: 5,

@@ -277,6 +277,8 @@ impl<B: PacketBuf> Tcp<B> {
             ooo_limit: self.cfg.ooo_conn_bytes,
             // SYN-SENT allocates no queues: the peer's SYN sets the connection up again.
             rxq_slices: 0,
+            rxq_slice_bytes: self.cfg.rxq_slice_bytes,
+            syn_window: self.cfg.syn_window(),
             ack_queue: 1,
             fin_retries: self.cfg.fin_retries,
             time_wait: self.cfg.time_wait,
@@ -504,8 +506,8 @@ impl<B: PacketBuf> Tcp<B> {
 }
 
 impl<B: PacketBuf> Conn<B> {
-    /// Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED): ISS, a window of min(rcv_buf, 65535)
-    /// never scaled (RFC 7323 §2.2), and the options: MSS, window scale, SACK-permitted
+    /// Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED): ISS, a window of
+    /// `TcpConfig::syn_window` never scaled (RFC 7323 §2.2), and the options: MSS, window scale, SACK-permitted
     /// and timestamps in a SYN (all offered: RFC 7323 §2.2, §3.2; RFC 2018 §2); in a
     /// SYN-ACK only those the peer's SYN offered.
     pub(crate) fn build_syn<P: BufPool<Buf = B>>(
@@ -535,7 +537,7 @@ impl<B: PacketBuf> Conn<B> {
             seq: self.snd.una,
             ack,
             flags,
-            window: self.rcv.buf.min(65535) as u16,
+            window: self.rcv.syn_wnd.min(65535) as u16,
             ts: Timestamp {
                 tsval: self.ts_now(now),
                 tsecr: if synack { self.rcv.ts_recent } else { 0 },

@@ -358,14 +358,28 @@ impl<B: PacketBuf> Conn<B> {
             .flags
             .intersects(TcpFlags::FIN | TcpFlags::URG | TcpFlags::PSH);
         let had_ofo = !self.rcv.ooo.is_empty();
+        let mut plen = plen;
+        let mut fin = fin;
         if plen > 0 {
-            if self.rcv.rxq.capacity() - self.rcv.rxq.len() < seg.payload.slice_count() {
+            // Slice by slice: a queue short of slots takes what fits (the window counted
+            // free slices as `rxq_slice_bytes` each, so this happens only when buffers
+            // could not be coalesced), and the rest is refused as beyond what we hold.
+            let mut taken = 0u32;
+            for s in seg.payload.drain() {
+                let l = u32::from(s.len);
+                if self.rcv.push_in_order(s, &mut ctx.spent).is_err() {
+                    break;
+                }
+                taken += l;
+            }
+            if taken < plen {
                 ctx.stats.dropped(DropReason::RxQueueFull);
                 self.ack.ack_now(AckReason::Duplicate);
-                return Break(());
-            }
-            for s in seg.payload.drain() {
-                self.rcv.rxq.push_back(s);
+                if taken == 0 {
+                    return Break(());
+                }
+                plen = taken;
+                fin = false;
             }
             self.rcv.rxq_bytes += plen;
             self.rcv.nxt += plen as usize;
@@ -505,13 +519,24 @@ impl<B: PacketBuf> Conn<B> {
     }
 
     /// Moves now-contiguous out-of-order data to the receive queue (`tcp_ofo_queue`).
+    /// Small slices are coalesced as in-order segments are ([`Recv::push_in_order`]);
+    /// what does not fit stays held out of order.
     fn drain_ooo(&mut self, ctx: &mut Ctx<B>) {
-        while self.rcv.rxq.len() < self.rcv.rxq.capacity() {
+        while self.rcv.has_slots(1) {
             let Some(s) = ctx.ooo.pop_ready(&mut self.rcv.ooo, self.rcv.nxt) else {
                 break;
             };
             let l = u32::from(s.len);
-            self.rcv.rxq.push_back(s);
+            if let Err(s) = self.rcv.push_in_order(s, &mut ctx.spent) {
+                // Not reached (a slot was free); hold it again rather than lose it.
+                let held = ctx
+                    .ooo
+                    .insert(&mut self.rcv.ooo, self.rcv.nxt, l, 1, u32::MAX, [s]);
+                if held.is_err() {
+                    ctx.stats.dropped(DropReason::RxQueueFull);
+                }
+                break;
+            }
             self.rcv.rxq_bytes += l;
             self.rcv.nxt += l as usize;
             ctx.stats.bytes_in_order += u64::from(l);

@@ -330,6 +330,8 @@ impl<B: PacketBuf> Tcp<B> {
             ttl: self.cfg.ttl,
             ooo_limit: self.cfg.ooo_conn_bytes,
             rxq_slices: self.cfg.rxq_slices,
+            rxq_slice_bytes: self.cfg.rxq_slice_bytes,
+            syn_window: self.cfg.syn_window(),
             ack_queue: self.cfg.ack_queue.clamp(1, 1024),
             fin_retries: self.cfg.fin_retries,
             time_wait: self.cfg.time_wait,

@@ -33,6 +33,8 @@ pub(crate) struct OooQueue {
     head: u32,
     /// Bytes held.
     pub(crate) bytes: u32,
+    /// Slices (buffers) held: each takes a receive-queue slot when it becomes in order.
+    pub(crate) slices: u32,
 }
 
 impl Default for OooQueue {
@@ -40,6 +42,7 @@ impl Default for OooQueue {
         OooQueue {
             head: NIL,
             bytes: 0,
+            slices: 0,
         }
     }
 }
@@ -153,12 +156,16 @@ impl<B: PacketBuf> OooPool<B> {
             return Err(OooReject::CoreLimit);
         }
         let mut added = 0u32;
+        let free_before = self.free_count;
         for s in slices {
             let l = s.len;
             added += self.insert_one(q, seq, s);
             seq += usize::from(l);
         }
         q.bytes += added;
+        // Nodes taken less the nodes of this queue that the new data covered and freed.
+        let held = q.slices as usize + free_before;
+        q.slices = u32::try_from(held.saturating_sub(self.free_count)).unwrap_or(u32::MAX);
         Ok(added)
     }
 
@@ -245,6 +252,7 @@ impl<B: PacketBuf> OooPool<B> {
             q.head = next;
             let mut s = self.release(i)?;
             q.bytes -= u32::from(s.len);
+            q.slices = q.slices.saturating_sub(1);
             if end <= rcv_nxt {
                 continue;
             }
@@ -328,6 +336,8 @@ mod tests {
             p.insert(&mut q, base + 2, 6, 1, 1000, [sl(&[b'a'; 6])]),
             Ok(3)
         );
+        // [2,5) and [5,25): the covered [10,20) node was freed, and each slot counted.
+        assert_eq!(q.slices, 2);
         assert_eq!(p.block_around(&q, base + 12), Some((base + 2, base + 25)));
         assert!(p.pop_ready(&mut q, base + 1).is_none());
         let mut got = Vec::new();
@@ -335,6 +345,7 @@ mod tests {
             got.extend_from_slice(s.bytes());
         }
         assert_eq!(got.len(), 23);
+        assert_eq!(q.slices, 0);
         assert_eq!(&got[..3], b"aaa");
         assert!(q.is_empty());
         assert_eq!(p.bytes(), 0);

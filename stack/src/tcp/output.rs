@@ -685,7 +685,7 @@ impl<B: PacketBuf> Tcp<B> {
     }
 
     /// The SYN-ACK of a half-open entry (first or retransmitted). Its window is not scaled
-    /// (RFC 7323 §2.2): min(rcv_buf, 65535).
+    /// (RFC 7323 §2.2): [`TcpConfig::syn_window`].
     pub(super) fn queue_synack(&mut self, now: Instant, h: &HalfOpen) {
         let ts = h.ts_recent.map(|r| Timestamp {
             tsval: self.ts_clock(&h.flow, now),
@@ -699,7 +699,7 @@ impl<B: PacketBuf> Tcp<B> {
             seq: h.iss,
             ack: h.irs + 1,
             flags: TcpFlags::SYN | TcpFlags::ACK,
-            window: self.cfg.rcv_buf.min(65535) as u16,
+            window: self.cfg.syn_window() as u16,
             ts,
             syn: Some((self.advmss(h.flow.v6), ws, h.sack)),
             reason: AckReason::Handshake,
@@ -722,7 +722,7 @@ impl<B: PacketBuf> Tcp<B> {
             seq: iss,
             ack: seg.seq + 1,
             flags: TcpFlags::SYN | TcpFlags::ACK,
-            window: self.cfg.rcv_buf.min(65535) as u16,
+            window: self.cfg.syn_window() as u16,
             ts,
             syn: Some((self.advmss(seg.flow.v6), ws, sack)),
             reason: AckReason::Handshake,

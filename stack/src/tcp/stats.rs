@@ -28,7 +28,9 @@ reason_enum! {
         OooConnLimit = "ooo_conn_limit",
         /// The core's out-of-order byte or slice limit.
         OooCoreLimit = "ooo_core_limit",
-        /// The receive queue had no room for the segment's buffers.
+        /// The receive queue had no slot for (part of) an in-order segment: the window
+        /// offered no more than the slots take, so only buffers that could not be
+        /// coalesced get here (docs/decisions/receive-room.md).
         RxQueueFull = "rx_queue_full",
         /// Data after the peer's FIN.
         DataAfterFin = "data_after_fin",

@@ -99,6 +99,9 @@ pub(crate) struct ConnParams {
     pub(crate) ttl: u8,
     pub(crate) ooo_limit: u32,
     pub(crate) rxq_slices: usize,
+    pub(crate) rxq_slice_bytes: u32,
+    /// The window our SYN or SYN-ACK advertised (`TcpConfig::syn_window`).
+    pub(crate) syn_window: u32,
     pub(crate) ack_queue: usize,
     pub(crate) fin_retries: u8,
     pub(crate) time_wait: Duration,
@@ -195,8 +198,8 @@ impl<B: PacketBuf> Conn<B> {
         let rcv_wscale = p.rcv_wscale.filter(|_| p.snd_wscale.is_some()).unwrap_or(0);
         let snd_wscale = p.snd_wscale.filter(|_| p.rcv_wscale.is_some()).unwrap_or(0);
         let rcv_nxt = p.irs + 1;
-        // The SYN-ACK advertised min(rcv_buf, 65535) unscaled (RFC 7323 §2.2).
-        let syn_wnd = p.rcv_buf.min(65535);
+        // The SYN-ACK advertised `syn_window` unscaled (RFC 7323 §2.2).
+        let syn_wnd = p.syn_window;
         let opt_len = if ts_ok { 12 } else { 0 };
         let mss_cache = u32::from(p.peer_mss).saturating_sub(opt_len).max(88);
         // tcp_initialize_rcv_mss: min(advmss, mss_cache, rcv_wnd/2, TCP_MSS_DEFAULT) >= 88.
@@ -253,6 +256,9 @@ impl<B: PacketBuf> Conn<B> {
                 ooo_limit: p.ooo_limit,
                 ooo_fin: None,
                 rxq: VecDeque::with_capacity(p.rxq_slices),
+                rxq_cap: u32::try_from(p.rxq_slices).unwrap_or(u32::MAX),
+                rxq_slice_bytes: p.rxq_slice_bytes.max(1),
+                syn_wnd,
                 rxq_bytes: 0,
                 readable_signalled: false,
             },

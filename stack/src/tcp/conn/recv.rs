@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use arrayvec::ArrayVec;
 
 use super::{Conn, Ctx};
-use crate::buf::{PacketBuf, PayloadChain, PayloadSlice};
+use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
 use crate::seq::SeqNumber;
 use crate::tcp::ooo::OooQueue;
 use crate::time::Instant;
@@ -55,6 +55,13 @@ pub(crate) struct Recv<B> {
     pub(crate) ooo_fin: Option<SeqNumber>,
     /// In-order payload the application has not consumed, and its byte count.
     pub(crate) rxq: VecDeque<PayloadSlice<B>>,
+    /// The most slices `rxq` holds (`TcpConfig::rxq_slices`), and the payload bytes each
+    /// free one is counted as taking when the window is offered
+    /// (`TcpConfig::rxq_slice_bytes`).
+    pub(crate) rxq_cap: u32,
+    pub(crate) rxq_slice_bytes: u32,
+    /// The window of our SYN or SYN-ACK.
+    pub(crate) syn_wnd: u32,
     pub(crate) rxq_bytes: u32,
     /// `Event::Readable` was raised and the application has not read since.
     pub(crate) readable_signalled: bool,
@@ -66,8 +73,26 @@ impl<B> Recv<B> {
         self.rxq_bytes.saturating_add(self.ooo.bytes)
     }
 
+    /// The room the window may offer: the free bytes of the buffer, and no more than the
+    /// free slices can take. Slices held out of order count as taken: each takes a
+    /// receive-queue slot when it becomes in order. A free slice is counted as
+    /// `rxq_slice_bytes`, which [`Recv::push_in_order`]'s coalescing guarantees for any
+    /// segmentation of the data into buffers with room (see `TcpConfig::rxq_slice_bytes`).
+    /// Linux offers what its memory accounting can hold (`tcp_select_window` from
+    /// `tcp_space`) rather than a byte count the queue cannot honour.
     pub(crate) fn free_space(&self) -> u32 {
-        self.buf.saturating_sub(self.used())
+        let bytes = self.buf.saturating_sub(self.used());
+        let slots = self
+            .rxq_cap
+            .saturating_sub(self.rxq.len() as u32)
+            .saturating_sub(self.ooo.slices);
+        bytes.min(slots.saturating_mul(self.rxq_slice_bytes))
+    }
+
+    /// Whether `n` more slices fit in the receive queue.
+    #[inline(always)]
+    pub(crate) fn has_slots(&self, n: usize) -> bool {
+        self.rxq.len() + n <= self.rxq_cap as usize
     }
 
     /// The window currently offered: from `rcv_nxt` to the advertised right edge.
@@ -99,6 +124,52 @@ impl<B> Recv<B> {
     pub(crate) fn window_ok(&self) -> bool {
         self.nxt + self.free_space() as usize >= self.free_edge
     }
+}
+
+impl<B: PacketBuf> Recv<B> {
+    /// Queues one in-order slice: copied into the tail of the last slice's buffer when it is
+    /// shorter than `rxq_slice_bytes` and fits there (Linux `tcp_try_coalesce`, which copies
+    /// into the tail skb's tailroom; the emptied buffer goes to `spent`), otherwise pushed as
+    /// a slice of its own. Gives the slice back when the queue has no slot for it. The
+    /// caller counts the bytes.
+    #[inline(always)]
+    pub(crate) fn push_in_order(
+        &mut self,
+        s: PayloadSlice<B>,
+        spent: &mut FreeBatch<B>,
+    ) -> Result<(), PayloadSlice<B>> {
+        if u32::from(s.len) < self.rxq_slice_bytes {
+            if let Some(tail) = self.rxq.back_mut() {
+                if coalesce(tail, &s) {
+                    spent.push(s.buf);
+                    return Ok(());
+                }
+            }
+        }
+        if !self.has_slots(1) {
+            return Err(s);
+        }
+        self.rxq.push_back(s);
+        Ok(())
+    }
+}
+
+/// Appends `s`'s bytes to `tail`'s when `tail`'s payload ends its buffer's data (after
+/// cutting any bytes past it, such as Ethernet padding) and the buffer has room; the
+/// slice's length stays within `u16`.
+fn coalesce<B: PacketBuf>(tail: &mut PayloadSlice<B>, s: &PayloadSlice<B>) -> bool {
+    let Some(total) = tail.len.checked_add(s.len) else {
+        return false;
+    };
+    let end = usize::from(tail.off) + usize::from(tail.len);
+    if tail.buf.data().len() != end && !tail.buf.truncate(end) {
+        return false;
+    }
+    if tail.buf.tailroom() < usize::from(s.len) || !tail.buf.append(s.bytes()) {
+        return false;
+    }
+    tail.len = total;
+    true
 }
 
 impl<B: PacketBuf> Conn<B> {
