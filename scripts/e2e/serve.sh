@@ -370,6 +370,9 @@ for k in "${!IPERF_CASES[@]}"; do
 done
 check "iperf3: ${#IPERF_CASES[@]} sessions, all completed" \
   eq "$(j iperf3 '"\(.app_counters.sessions) \(.app_counters.sessions_completed)"')" "${#IPERF_CASES[@]} ${#IPERF_CASES[@]}"
+check "iperf3: -w 64K recorded by its session only" eq "$(j iperf3 '[.sessions[] | select(.window == 65536)] | length')" 1
+check "iperf3: -w 64K applied to its one data stream (SO_SNDBUF, SO_RCVBUF), no other" \
+  eq "$(j iperf3 .serve.options_applied)" 1
 kernel_start "$work/iperf3_server.log" iperf3 -s -B "$KERNEL_IP4"
 wait_listening 5201
 for k in "${!IPERF_CASES[@]}"; do

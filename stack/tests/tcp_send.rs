@@ -639,3 +639,60 @@ fn pure_ack_followed_by_data_within_the_delack_time_is_useless() {
         "the answer came too late to carry it"
     );
 }
+
+/// `SO_SNDBUF` per connection (`Tcp::set_snd_buf`): `send` takes no more than the new
+/// bound, and more once ACKs drain the queue below it.
+#[test]
+fn set_snd_buf_bounds_what_send_takes_so_sndbuf() {
+    let (mut h, id) = established(SynOpts::all());
+    assert_eq!(h.tcp.set_snd_buf(id, 64 << 10), Ok(64 << 10));
+    assert_eq!(send(&mut h, id, &bytes(0, 200_000)), 64 << 10);
+    assert_eq!(h.tcp.writable_bytes(id), 0);
+    let out = h.tx_payload();
+    let acked: usize = out.iter().map(|(_, p)| p.len()).sum();
+    h.ack_to(h.our_nxt + acked);
+    assert_eq!(h.tcp.writable_bytes(id), acked);
+    // Below one MSS is raised to one MSS.
+    let mss = h.tcp.info(id).expect("info").snd_mss;
+    assert_eq!(h.tcp.set_snd_buf(id, 1), Ok(mss));
+    // A connection that is gone is named as such.
+    h.tcp.abort(id).expect("abort");
+    let _ = h.tx();
+    assert_eq!(h.tcp.set_snd_buf(id, 1), Err(TcpError::UnknownConnection));
+}
+
+/// `SO_RCVBUF` per connection (`Tcp::set_rcv_buf`): the window offered is the new buffer
+/// less what is held, clamped to what the window scale can advertise.
+#[test]
+fn set_rcv_buf_bounds_the_window_offered_so_rcvbuf() {
+    let (mut h, id) = established(SynOpts::all());
+    assert_eq!(h.tcp.set_rcv_buf(id, 64 << 10), Ok(64 << 10));
+    h.data(10 * 1448, 1448, true);
+    let _ = h.tx();
+    let w = h.tcp.info(id).expect("info").window;
+    assert!(
+        w <= (64 << 10) - 10 * 1448 + 127,
+        "window {w} within 64 KiB less 10 segments"
+    );
+    let ws = h.tcp.info(id).expect("info").rcv_wscale;
+    assert_eq!(h.tcp.set_rcv_buf(id, u32::MAX), Ok(65535 << ws));
+}
+
+/// `TCP_MAXSEG` on an established connection (`Tcp::set_mss`): later segments carry at
+/// most the MSS given less the timestamps option, never more than before.
+#[test]
+fn set_mss_cuts_later_segments_tcp_maxseg() {
+    let (mut h, id) = established(SynOpts::all());
+    assert_eq!(h.tcp.set_mss(id, 1000), Ok(1000 - 12));
+    send(&mut h, id, &bytes(0, 5000));
+    let out = h.tx_payload();
+    assert!(!out.is_empty());
+    assert!(
+        out.iter().all(|(_, p)| p.len() <= 988),
+        "segments of at most 988 bytes"
+    );
+    assert_eq!(out[0].1.len(), 988);
+    // Never raised above the peer's MSS, and at least 88 less the options.
+    assert_eq!(h.tcp.set_mss(id, 9000), Ok(988));
+    assert_eq!(h.tcp.set_mss(id, 10), Ok(88 - 12));
+}

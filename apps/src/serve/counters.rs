@@ -71,6 +71,9 @@ impl ServeApp for Iperf3 {
                 "parallel": r.params.parallel,
                 "reverse": r.params.reverse,
                 "bidir": r.params.bidir,
+                "window": r.params.window,
+                "mss": r.params.mss,
+                "no_delay": r.params.no_delay,
                 "streams": r.streams.iter().map(|s| json!({
                     "id": s.id, "sender": s.sender, "bytes": s.bytes, "client_bytes": s.client_bytes,
                 })).collect::<Vec<_>>(),

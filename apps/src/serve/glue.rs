@@ -33,7 +33,7 @@ use stack::tcp::{ConnId, Event, State, Tcp};
 use stack::time::Instant;
 
 use super::write_dir::FileRecord;
-use super::{App, AppError, Sink};
+use super::{App, AppError, ConnOptions, Sink};
 use crate::report::DigestRecord;
 
 /// The most bytes copied out of a receive queue per call of [`App::on_data`].
@@ -194,6 +194,8 @@ pub struct GlueCounts {
     pub short_writes: u64,
     /// Times an engine woke another connection.
     pub wakes: u64,
+    /// Connections whose engine asked for socket options (`App::take_options`), applied.
+    pub options_applied: u64,
 }
 
 impl GlueCounts {
@@ -208,6 +210,25 @@ impl GlueCounts {
         self.app_errors += o.app_errors;
         self.short_writes += o.short_writes;
         self.wakes += o.wakes;
+        self.options_applied += o.options_applied;
+    }
+}
+
+/// Applies what a client asked of its connection. The stack bounds each value (one MSS of
+/// send buffer at least, the window scale's reach, 88 bytes of MSS) and logs what it set.
+fn apply_options<B: PacketBuf>(tcp: &mut Tcp<B>, id: ConnId, o: ConnOptions) {
+    let flow = tcp.flow(id).map(|f| format!("{f:?}")).unwrap_or_default();
+    if let Some(b) = o.buffer {
+        let snd = tcp.set_snd_buf(id, b);
+        let rcv = tcp.set_rcv_buf(id, b);
+        tracing::debug!("{flow}: buffers asked {b}: send {snd:?}, receive {rcv:?}");
+    }
+    if let Some(m) = o.mss {
+        let got = tcp.set_mss(id, m);
+        tracing::debug!("{flow}: MSS asked {m}: {got:?} payload bytes per segment");
+    }
+    if o.no_delay {
+        let _ = tcp.set_nodelay(id, true);
     }
 }
 
@@ -516,6 +537,10 @@ impl<A: ServeApp> Glue<A> {
             };
             if used > 0 {
                 let _ = sink.tcp.recv(id, |_| used);
+            }
+            if let Some(o) = c.app.take_options(server) {
+                apply_options(sink.tcp, id, o);
+                counts.options_applied += 1;
             }
             counts.bytes_in += used as u64;
             if used < copied {

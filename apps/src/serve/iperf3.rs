@@ -52,7 +52,7 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 use stack::time::{Duration, Instant};
 
-use super::{write_fill, App, AppError, Sink, Staged};
+use super::{write_fill, App, AppError, ConnOptions, Sink, Staged};
 
 const APP: &str = "iperf3";
 
@@ -474,6 +474,8 @@ pub struct Iperf3 {
     order: u64,
     role: Role,
     peer_closed: bool,
+    /// The session's socket options for this data stream, until the driver takes them.
+    options: Option<ConnOptions>,
 }
 
 impl Iperf3 {
@@ -533,6 +535,14 @@ impl Iperf3 {
                     bytes_omit: 0,
                 });
                 let gen = s.gen;
+                // iperf3's server applies -w (SO_SNDBUF and SO_RCVBUF), -M (TCP_MAXSEG) and
+                // -N (TCP_NODELAY) to its data sockets (`iperf_tcp_listen`, `iperf_tcp_accept`).
+                let p = &s.params;
+                let o = ConnOptions {
+                    buffer: (p.window > 0).then_some(p.window),
+                    mss: (p.mss > 0).then_some(p.mss),
+                    no_delay: p.no_delay,
+                };
                 if s.streams.len() == want {
                     // Ids and roles by accept order, as iperf3's server gives them when it
                     // accepts each stream (`iperf_run_server`, `iperf_add_stream`: ids 1,
@@ -554,6 +564,7 @@ impl Iperf3 {
                     server.wake_session(slot);
                 }
                 self.role = Role::Stream { slot, gen, index };
+                self.options = (!o.is_empty()).then_some(o);
                 return Ok(());
             }
             return self.deny("the test takes no more streams");
@@ -856,7 +867,12 @@ impl App for Iperf3 {
                 have: 0,
             },
             peer_closed: false,
+            options: None,
         }
+    }
+
+    fn take_options(&mut self, _server: &mut Server) -> Option<ConnOptions> {
+        self.options.take()
     }
 
     fn on_data<S: Sink + ?Sized>(
@@ -1279,6 +1295,35 @@ mod tests {
         assert_eq!(results["streams"][0]["bytes"], 140_000);
         assert_eq!(results["sender_has_retransmits"], 0);
         assert_eq!(server.session(0, 1).map(|s| s.params.window), Some(65536));
+    }
+
+    /// `-w`, `-M` and `-N` reach each data stream as socket options for the driver, once;
+    /// the control connection and a test without them ask for nothing.
+    #[test]
+    fn stream_socket_options_follow_the_parameters() {
+        let mut server = Server::default();
+        let (mut ctrl, mut streams) = start(
+            &mut server,
+            json!({"window": 65536, "MSS": 1000, "nodelay": true, "parallel": 2}),
+            2,
+            1000,
+        );
+        assert_eq!(ctrl.c.take_options(&mut server), None);
+        for s in &mut streams {
+            let o = s.c.take_options(&mut server);
+            assert_eq!(
+                o,
+                Some(ConnOptions {
+                    buffer: Some(65536),
+                    mss: Some(1000),
+                    no_delay: true
+                })
+            );
+            assert_eq!(s.c.take_options(&mut server), None, "taken once");
+        }
+        let mut plain = Server::default();
+        let (_c, mut streams) = start(&mut plain, json!({}), 1, 1000);
+        assert_eq!(streams[0].c.take_options(&mut plain), None);
     }
 
     #[test]

@@ -211,9 +211,34 @@ pub trait App: Sized {
         None
     }
 
+    /// Socket options the engine's client asked for on this connection (iperf3's `-w`,
+    /// `-M`, `-N`), taken once; the driver applies them (`Tcp::set_snd_buf`,
+    /// `set_rcv_buf`, `set_mss`, `set_nodelay`) before the engine writes again.
+    fn take_options(&mut self, _server: &mut Self::Server) -> Option<ConnOptions> {
+        None
+    }
+
     /// Pops the token of a connection that another connection's input woke.
     fn take_woken(_server: &mut Self::Server) -> Option<u64> {
         None
+    }
+}
+
+/// Per-connection socket options an engine asks the driver to apply ([`App::take_options`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnOptions {
+    /// `SO_SNDBUF` and `SO_RCVBUF` (iperf3's `-w` sets both), bytes.
+    pub buffer: Option<u32>,
+    /// `TCP_MAXSEG`, bytes.
+    pub mss: Option<u32>,
+    /// `TCP_NODELAY`.
+    pub no_delay: bool,
+}
+
+impl ConnOptions {
+    /// Whether it asks for anything.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_none() && self.mss.is_none() && !self.no_delay
     }
 }
 

@@ -581,6 +581,7 @@ fn glue_json(c: &GlueCounts) -> Value {
         "app_errors": c.app_errors,
         "short_writes": c.short_writes,
         "wakes": c.wakes,
+        "options_applied": c.options_applied,
     })
 }
 

@@ -491,6 +491,55 @@ impl<B: PacketBuf> Tcp<B> {
         Ok(())
     }
 
+    /// `SO_SNDBUF` for one connection: the send buffer's byte bound becomes `bytes` (at
+    /// least one MSS; the buffer-count bound, `TcpConfig::snd_slices`, stays). Data already
+    /// queued beyond it stays queued; `send` takes more once it has drained below. Linux
+    /// doubles the value given to `setsockopt` for its bookkeeping; weir takes it as
+    /// payload bytes. Returns the bound set.
+    pub fn set_snd_buf(&mut self, id: ConnId, bytes: u32) -> Result<u32, TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        let b = bytes.max(c.snd.mss);
+        c.snd.set_buf(b);
+        c.after_input(&mut self.ctx);
+        Ok(b)
+    }
+
+    /// `SO_RCVBUF` for one connection: the receive buffer the window is offered from
+    /// becomes `bytes`, within two of our MSS and what the negotiated window scale can
+    /// advertise (65,535 << scale, RFC 7323 §2.3). A smaller buffer shrinks the window as
+    /// data arrives; the right edge already offered never moves left (RFC 9293
+    /// §3.8.6.2.2). The receive queue's slices still bound the window too
+    /// (`TcpConfig::rxq_slices`). Returns the buffer set.
+    pub fn set_rcv_buf(&mut self, id: ConnId, bytes: u32) -> Result<u32, TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        let max = 65535u32 << c.rcv.wscale.min(14);
+        let b = bytes.clamp((2 * c.rcv.advmss).min(max), max);
+        c.rcv.buf = b;
+        Ok(b)
+    }
+
+    /// `TCP_MAXSEG` on an established connection: segments cut from now on carry at most
+    /// `mss` bytes of TCP payload and options (Linux `user_mss`, clamped to 88..=65,535 as
+    /// `do_tcp_setsockopt` refuses smaller; `tcp_sync_mss` never raises the MSS above what
+    /// the peer announced). Segments already sent keep their size. Returns the payload
+    /// bytes per full segment now.
+    pub fn set_mss(&mut self, id: ConnId, mss: u32) -> Result<u32, TcpError> {
+        let c = self
+            .conns
+            .get_gen_mut(id.slot, id.gen)
+            .ok_or(TcpError::UnknownConnection)?;
+        let opts = c.snd.hdr_len.saturating_sub(20);
+        let m = mss.clamp(88, 65535).saturating_sub(opts);
+        c.snd.mss = c.snd.mss.min(m);
+        Ok(c.snd.mss)
+    }
+
     /// Resets the connection (RST) and forgets it.
     pub fn abort(&mut self, id: ConnId) -> Result<(), TcpError> {
         let c = self

@@ -334,6 +334,11 @@ impl<B: PacketBuf> Snd<B> {
         self.q_bytes
     }
 
+    /// Sets the byte bound of the send buffer (`Tcp::set_snd_buf`).
+    pub(crate) fn set_buf(&mut self, bytes: u32) {
+        self.buf = bytes;
+    }
+
     /// Bytes `send` could add now: within the byte bound, and what the tail buffer's room
     /// and the free buffer slots hold at [`Snd::write_copy`]'s one MSS per buffer (0 when
     /// either bound is reached).
