@@ -250,12 +250,22 @@ pub(crate) fn transfer(case: Case) {
     assert!(g.finished, "{g:?}");
     assert_eq!(g.stats.closed, u64::from(flows), "{g:?}");
     assert_eq!(g.stats.resets + g.stats.timeouts, 0, "{g:?}");
-    if queues == 1 {
-        // With more lcores than CPUs a receiving lcore may be descheduled for longer
-        // than an RTO: a retransmission then depends on the machine, not on the code.
-        assert_eq!(g.stats.retransmits, 0, "{g:?}");
-    }
-    assert_eq!(g.stats.bytes, u64::from(flows) * bytes);
+    // Whether the sender retransmits depends on the machine, so it is not asserted: a
+    // receiving lcore the scheduler deschedules (a loaded machine, or more lcores than
+    // CPUs) delays its ACKs past the sender's probe timeout, and the tail loss probe
+    // resends a flow's last segment (seen: 4 x 1,448 bytes, one per flow, in about one
+    // run in three while other builds ran). The ring itself loses nothing (a full ring
+    // leaves frames with the sender), and the receiver's digests prove every byte.
+    println!(
+        "generator: {} retransmissions ({} bytes)",
+        g.stats.retransmits, g.stats.retransmit_bytes
+    );
+    // `bytes` counts retransmitted bytes again.
+    assert_eq!(
+        g.stats.bytes - g.stats.retransmit_bytes,
+        u64::from(flows) * bytes,
+        "{g:?}"
+    );
     if stamped {
         // Full segments start at multiples of the period; one spanning two writes (one
         // per write at most) is copied.
