@@ -2,19 +2,24 @@
 # Runs weir's benchmarks and writes docs/benchmarks.md from their JSON, so that no figure is
 # ever typed by hand.
 #
-#   scripts/benchmarks.sh [--runs N] [--only LIST] [--hugepages] [--out FILE]
-#   scripts/benchmarks.sh --from DIR [--commit REV] [--out FILE]
+#   scripts/benchmarks.sh [--runs N] [--only LIST] [--hugepages] [--splice] [--out FILE]
+#   scripts/benchmarks.sh --from DIR [--commit REV] [--only LIST --splice] [--out FILE]
 #
 # Without --from: builds weir-bench (release), runs `weir-bench gro --json`, `e2e --json`,
-# `tcp --json` and `stages --json` N times each (default 3; LIST picks some of gro, e2e,
-# tcp, stages), keeps every run's JSON (stdout, one object per line) and stderr (gro's
-# target lines) under ${CARGO_TARGET_DIR:-target}/bench-json/ with a meta.json (date,
-# commit and whether the tree was dirty, cores, CPU model, TSC rate, load), then renders.
-# --hugepages is passed to gro and e2e (reserve the pages first: scripts/setup-hugepages.sh).
+# `tcp --json`, `stages --json` and `csum --json` N times each (default 3; LIST picks some
+# of gro, e2e, tcp, stages, csum), keeps every run's JSON (stdout, one object per line) and
+# stderr (gro's target lines) under ${CARGO_TARGET_DIR:-target}/bench-json/ with a
+# meta.json (date, commit and whether the tree was dirty, cores, CPU model, TSC rate,
+# load), then renders. --hugepages is passed to gro and e2e (reserve the pages first:
+# scripts/setup-hugepages.sh).
 #
 # With --from DIR: renders DIR's files (gro1.json, gro1.err, e2e1.json, ..., meta.json)
 # without running anything. Without a meta.json in DIR, the date is the newest JSON file's
 # time, the machine is this one, and the commit is --commit REV (or "unknown").
+#
+# --splice: renders only the sections of LIST and puts each in place of the same section
+# of the existing FILE (appended when FILE has none), keeping the others; a spliced section
+# says when, at which commit and on what it was measured.
 #
 # Every figure in the output is the median over the runs of what each run reports (each run
 # already reports medians of its own chunks or rounds). Needs jq; the runs need root and
@@ -22,9 +27,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=${RUNS:-3} only="gro,e2e,tcp,stages" from="" commit_arg="" out="docs/benchmarks.md"
+runs=${RUNS:-3} only="gro,e2e,tcp,stages,csum" from="" commit_arg="" out="docs/benchmarks.md" splice=false
 bench_args=()
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
@@ -33,6 +38,7 @@ while [ $# -gt 0 ]; do
     --from) from=${2:?--from needs a directory}; shift 2 ;;
     --commit) commit_arg=${2:?--commit needs a revision}; shift 2 ;;
     --out) out=${2:?--out needs a file}; shift 2 ;;
+    --splice) splice=true; shift ;;
     -h|--help) usage 0 ;;
     *) echo "benchmarks.sh: unknown option $1" >&2; usage 2 ;;
   esac
@@ -71,7 +77,7 @@ run_all() {
   rm -f "$dir"/*.json "$dir"/*.err
   write_meta "$dir"
   for i in $(seq 1 "$runs"); do
-    for kind in gro e2e tcp stages; do
+    for kind in gro e2e tcp stages csum; do
       [[ ",$only," == *",$kind,"* ]] || continue
       args=()
       case $kind in gro|e2e) args=("${bench_args[@]}") ;; esac
@@ -256,6 +262,66 @@ render_stages() {
   echo
 }
 
+render_csum() {
+  local dir=$1 files
+  mapfile -t files < <(files_of "$dir" csum)
+  [ ${#files[@]} -gt 0 ] || { echo "No \`weir-bench csum\` JSON in this set of runs."; echo; return; }
+  echo "weir's Internet checksum (\`stack::wire::checksum::add\`, then \`fold\`) beside DPDK's \`rte_raw_cksum\` on the same buffers: as dpdk-sys compiles it for weir (-O2), and at -O3 as DPDK builds its libraries. In cache: one buffer summed again and again; out of cache: a 64 MiB set walked in order. GB/s is the median over the runs of each run's median chunk; the ratio is the DPDK function's time over weir's (above 1, weir is faster), the median of the runs' ratios. The target: weir at least as fast in every row. Runs: ${#files[@]}."
+  echo
+  jq -nr "$JQ_LIB"'
+    [inputs | select(.bench == "csum")] as $all
+    | "| bytes | cache | buffers | weir GB/s | rte_raw_cksum GB/s | ratio (range) | rte_raw_cksum -O3 GB/s | ratio (range) | weir at least as fast |",
+      "|---:|---|---:|---:|---:|---|---:|---|---|",
+      ($all | map([.len, .cache]) | uniq_ordered[] as $k
+       | ($all | map(select(.len == $k[0] and .cache == $k[1]))) as $g
+       | ($g | map(.ratio) | median) as $r | ($g | map(.ratio_o3) | median) as $r3
+       | "| \($k[0]) | \($k[1]) | \($g | map(.buffers) | median | fmt(0)) | \($g | map(.weir_gbps) | median | fmt(2)) | \($g | map(.rte_raw_cksum_gbps) | median | fmt(2)) | **\($r | fmt(2))x** (\($g | map(.ratio) | range_of(2))) | \($g | map(.rte_raw_cksum_o3_gbps) | median | fmt(2)) | **\($r3 | fmt(2))x** (\($g | map(.ratio_o3) | range_of(2))) | \(if $r >= 1 and $r3 >= 1 then "yes" else "no" end) |")
+  ' "${files[@]}"
+  echo
+}
+
+# The sections, in the document's order: key, heading, renderer.
+SECTIONS=(
+  "gro|## GRO: weir against DPDK's rte_gro (\`weir-bench gro\`)|render_gro"
+  "e2e|## End to end: weir-gen to the receiver (\`weir-bench e2e\`)|render_e2e"
+  "tcp|## TCP receive and send (\`weir-bench tcp\`)|render_tcp"
+  "stages|## Per-stage cost (\`weir-bench stages\`)|render_stages"
+  "csum|## Checksum: weir against rte_raw_cksum (\`weir-bench csum\`)|render_csum"
+)
+
+# One line on where a spliced section's figures come from.
+provenance() {
+  local meta=$1/meta.json
+  if [ -f "$meta" ]; then
+    jq -r '"Measured \(.date) at commit \(.commit)\(if .dirty then " (with uncommitted changes)" else "" end) on \(.nproc) cores, CPU \(.cpu); load average \(.load_start) at the start (this section only: the header above is the other sections'"'"')."' "$meta"
+  else
+    echo "Measured at a time and commit not recorded (no meta.json)."
+  fi
+  echo
+}
+
+# splice DIR: replaces the sections of $only in $out, keeping everything else.
+splice() {
+  local dir=$1 entry key heading fn body
+  [ -f "$out" ] || { echo "--splice: no $out to splice into" >&2; exit 2; }
+  cp "$out" "$out.new"
+  for entry in "${SECTIONS[@]}"; do
+    IFS='|' read -r key heading fn <<<"$entry"
+    [[ ",$only," == *",$key,"* ]] || continue
+    body=$( { echo "$heading"; echo; provenance "$dir"; "$fn" "$dir"; } )
+    HEADING=$heading BODY=$body awk '
+      BEGIN { h = ENVIRON["HEADING"]; b = ENVIRON["BODY"] }
+      $0 == h { print b; print ""; skip = 1; done = 1; next }
+      skip && /^## / { skip = 0 }
+      !skip { print }
+      END { if (!done) { print ""; print b } }
+    ' "$out.new" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' >"$out.tmp"
+    mv "$out.tmp" "$out.new"
+  done
+  mv "$out.new" "$out"
+  echo "spliced $only into $out"
+}
+
 render() {
   local dir=$1 meta date commit machine tsc cpu nproc load args runs_line newest
   meta=$dir/meta.json
@@ -308,6 +374,9 @@ render() {
     echo '## Per-stage cost (`weir-bench stages`)'
     echo
     render_stages "$dir"
+    echo '## Checksum: weir against rte_raw_cksum (`weir-bench csum`)'
+    echo
+    render_csum "$dir"
   } | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' >"$out.new"
   mv "$out.new" "$out"
   echo "wrote $out"
@@ -316,9 +385,9 @@ render() {
 if [ -n "$from" ]; then
   [ -d "$from" ] || { echo "--from: no directory $from" >&2; exit 2; }
   ls "$from"/*.json >/dev/null 2>&1 || { echo "--from: no JSON files in $from" >&2; exit 2; }
-  render "$from"
+  if $splice; then splice "$from"; else render "$from"; fi
 else
   dir=${CARGO_TARGET_DIR:-target}/bench-json
   run_all "$dir"
-  render "$dir"
+  if $splice; then splice "$dir"; else render "$dir"; fi
 fi

@@ -17,6 +17,9 @@ pub struct DigestRecord {
     pub sha256: String,
     /// How it ended: `closed` or `reset` (or `open` when weir stopped first).
     pub end: &'static str,
+    /// The receive queue (and so the core) that served it, where the program records it
+    /// (weir-sink does).
+    pub queue: Option<u16>,
 }
 
 /// Rates between two snapshots `dt` seconds apart, as one terminal line.
@@ -173,7 +176,7 @@ pub fn final_json(
                     .iter()
                     .map(|d| {
                         json!({"flow": d.flow, "local_port": d.local_port, "bytes": d.bytes,
-                               "sha256": d.sha256, "end": d.end})
+                               "sha256": d.sha256, "end": d.end, "queue": d.queue})
                     })
                     .collect(),
             ),

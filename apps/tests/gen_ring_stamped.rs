@@ -8,5 +8,11 @@ mod common;
 
 #[test]
 fn stamped_segments_arrive_in_order_and_close() {
-    common::transfer("gen-stamped", true);
+    common::transfer(common::Case {
+        name: "gen-stamped",
+        stamped: true,
+        queues: 1,
+        flows: 4,
+        bytes: 2 << 20,
+    });
 }

@@ -5,5 +5,11 @@ mod common;
 
 #[test]
 fn four_flows_of_two_megabytes_arrive_in_order_and_close() {
-    common::transfer("gen-test", false);
+    common::transfer(common::Case {
+        name: "gen-test",
+        stamped: false,
+        queues: 1,
+        flows: 4,
+        bytes: 2 << 20,
+    });
 }

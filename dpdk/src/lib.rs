@@ -7,7 +7,8 @@
 //! - [`Port`]: configure, start, stop, MAC, link, stats; [`PortRxQueue`] /
 //!   [`PortTxQueue`] implement the stack's `RxQueue` / `TxQueue`.
 //! - [`Clock`]: the TSC as nanosecond [`stack::time::Instant`]s.
-//! - [`ring_port_pair`]: two in-memory ports wired back to back.
+//! - [`ring_port_pair`]: two in-memory ports wired back to back ([`ring_port_pair_queues`]:
+//!   with several queues).
 //! - [`cksum`]: DPDK's software checksum, `rte_raw_cksum`.
 //!
 //! This and `dpdk-sys` are the only crates of weir with `unsafe` code; every block says
@@ -44,7 +45,7 @@ pub use port::{
     no_rss_outcome, queue_spread_warning, DeviceInfo, Link, Offloads, Port, PortConfig,
     PortRxQueue, PortStats, PortTxQueue, QueueSpread, TxCsumCaps, RSS_HASH_TYPES,
 };
-pub use ring::ring_port_pair;
+pub use ring::{ring_port_pair, ring_port_pair_queues, MAX_RING_QUEUES};
 
 /// The raw bindings, for what the safe layer does not cover yet.
 pub use dpdk_sys as sys;

@@ -3,7 +3,10 @@
 //! [`ring_port_pair`] builds two ports wired back to back: what one transmits, the other
 //! receives, with no kernel and no NIC in between. weir-gen and weir-sink use such a pair
 //! to measure throughput in one process. (A `--vdev=net_ring0` port, by contrast, is wired
-//! to itself: it receives what it transmits.)
+//! to itself: it receives what it transmits.) [`ring_port_pair_queues`] gives each port
+//! several queues, queue `q` of one wired to queue `q` of the other: the transmitter then
+//! chooses the receive queue of every frame, as a NIC's RSS would (weir-gen does,
+//! `apps/src/gen/driver.rs`).
 
 use std::ffi::CString;
 
@@ -32,16 +35,16 @@ fn create_ring(name: &str, size: u32) -> Result<*mut dpdk_sys::rte_ring> {
 
 fn port_from_rings(
     name: &str,
-    rx: *mut dpdk_sys::rte_ring,
-    tx: *mut dpdk_sys::rte_ring,
+    rxs: &[*mut dpdk_sys::rte_ring],
+    txs: &[*mut dpdk_sys::rte_ring],
 ) -> Result<u16> {
     let cname = CString::new(name).map_err(|_| Error::NulInArgument(name.to_owned()))?;
-    let rxs = [rx];
-    let txs = [tx];
-    // SAFETY: valid name and one valid ring in each array; the rings live forever (never
-    // freed), as the port requires.
+    // At most MAX_RING_QUEUES (checked by the caller): the counts fit.
+    let (nrx, ntx) = (rxs.len() as u32, txs.len() as u32);
+    // SAFETY: valid name; `nrx` and `ntx` valid rings in the arrays, which the call only
+    // reads; the rings live forever (never freed), as the port requires.
     let ret = unsafe {
-        dpdk_sys::rte_eth_from_rings(cname.as_ptr(), rxs.as_ptr(), 1, txs.as_ptr(), 1, 0)
+        dpdk_sys::rte_eth_from_rings(cname.as_ptr(), rxs.as_ptr(), nrx, txs.as_ptr(), ntx, 0)
     };
     u16::try_from(ret).map_err(|_| {
         let errno = rte_errno();
@@ -59,10 +62,37 @@ fn port_from_rings(
 /// of two; usable capacity `size - 1`) and returns their ids `(a, b)`: `a` transmits to
 /// `b` and `b` to `a`. `name` (at most 20 bytes) must be unique in the process.
 /// Configure and start each with [`crate::Port::configure`] as with any port.
-pub fn ring_port_pair(_eal: &Eal, name: &str, size: u32) -> Result<(u16, u16)> {
-    let ab = create_ring(&format!("{name}_ab"), size)?;
-    let ba = create_ring(&format!("{name}_ba"), size)?;
-    let a = port_from_rings(&format!("{name}_a"), ba, ab)?;
-    let b = port_from_rings(&format!("{name}_b"), ab, ba)?;
+pub fn ring_port_pair(eal: &Eal, name: &str, size: u32) -> Result<(u16, u16)> {
+    ring_port_pair_queues(eal, name, size, 1)
+}
+
+/// The most queues [`ring_port_pair_queues`] gives a port (the ring PMD's own limit,
+/// `RTE_PMD_RING_MAX_RX_RINGS` and `RTE_PMD_RING_MAX_TX_RINGS` in DPDK's `rte_config.h`).
+pub const MAX_RING_QUEUES: u16 = 16;
+
+/// [`ring_port_pair`] with `queues` RX and TX queues on each port: what `a` transmits on
+/// its queue `q` arrives on `b`'s queue `q`, and the other way round (2 x `queues` rings of
+/// `size` slots). Configure each port with that many queues. `name` (at most 18 bytes)
+/// must be unique in the process.
+pub fn ring_port_pair_queues(_eal: &Eal, name: &str, size: u32, queues: u16) -> Result<(u16, u16)> {
+    if queues == 0 || queues > MAX_RING_QUEUES {
+        return Err(Error::Create {
+            what: "ring port pair",
+            name: name.to_owned(),
+            errno: libc::EINVAL,
+            message: format!("{queues} queues"),
+            hint: "give 1 to 16 queues (the ring PMD's limit)",
+        });
+    }
+    let mut ab = Vec::new();
+    let mut ba = Vec::new();
+    for q in 0..queues {
+        // Queue 0 keeps the single-queue pair's ring names.
+        let sfx = if q == 0 { String::new() } else { q.to_string() };
+        ab.push(create_ring(&format!("{name}_ab{sfx}"), size)?);
+        ba.push(create_ring(&format!("{name}_ba{sfx}"), size)?);
+    }
+    let a = port_from_rings(&format!("{name}_a"), &ba, &ab)?;
+    let b = port_from_rings(&format!("{name}_b"), &ab, &ba)?;
     Ok((a, b))
 }

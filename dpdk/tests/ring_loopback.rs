@@ -1,7 +1,8 @@
 //! A `net_ring` vdev loops what it transmits back to its receive queue: 100,000 mbufs with
 //! distinct payloads go through it and every one comes back byte for byte, and the
 //! mempool's in-use count returns to where it started. Then the same through a
-//! `ring_port_pair` (rte_eth_from_rings), whose ports are wired to each other.
+//! `ring_port_pair` (rte_eth_from_rings), whose ports are wired to each other, and a pair
+//! with several queues (`ring_port_pair_queues`), wired queue to queue.
 
 mod common;
 
@@ -234,5 +235,38 @@ fn ring_vdev_and_ring_pair_deliver_every_byte() {
     assert_eq!(m.data(), &want[..], "completed checksums differ");
     assert!(!m.complete_tx_checksums(), "requests cleared");
     drop(m);
+    assert_eq!(pool.in_use(), start_in_use, "mbufs leaked");
+    drop((tx, rx));
+
+    // 6. A pair with 3 queues: what a port sends on its queue q arrives on the other's
+    //    queue q and nowhere else, both ways. Beyond the ring PMD's 16, none.
+    assert!(dpdk::ring_port_pair_queues(&eal, "pair17", 64, 17).is_err());
+    assert!(dpdk::ring_port_pair_queues(&eal, "pair0", 64, 0).is_err());
+    let (a, b) = dpdk::ring_port_pair_queues(&eal, "pair3", 64, 3).expect("ring pair");
+    let three = PortConfig {
+        rx_queues: 3,
+        tx_queues: 3,
+        ..PortConfig::default()
+    };
+    let mut pa = Port::configure(&eal, a, pool, &three).expect("configure a");
+    let mut pb = Port::configure(&eal, b, pool, &three).expect("configure b");
+    pa.start().expect("start a");
+    pb.start().expect("start b");
+    for (from, to) in [(&pa, &pb), (&pb, &pa)] {
+        for q in 0..3u16 {
+            let mut out: Burst<Mbuf> = Burst::new();
+            let mut m = pool.alloc_len(60).expect("alloc");
+            m.data_mut()[0] = q as u8;
+            out.push(m);
+            assert_eq!(from.tx_queue(q).expect("txq").tx_burst(&mut out), 1);
+            for r in 0..3u16 {
+                let n = to.rx_queue(r).expect("rxq").rx_burst(&mut inb);
+                assert_eq!(n, usize::from(r == q), "sent on {q}, {n} on {r}");
+                if let Some(m) = inb.pop() {
+                    assert_eq!(m.data()[0], q as u8);
+                }
+            }
+        }
+    }
     assert_eq!(pool.in_use(), start_in_use, "mbufs leaked");
 }

@@ -356,6 +356,65 @@ impl Rss {
     ) -> Option<u16> {
         self.ports_for_queue(key, ports, queue).next()
     }
+
+    /// The queue a NIC delivers the Ethernet frame `frame` to when it hashes what weir asks
+    /// for (IP addresses and TCP ports, `RSS_HASH_TYPES` in `dpdk/src/port.rs`): a TCP
+    /// segment's 4-tuple; the addresses of any other IPv4 or IPv6 packet and of an IPv4
+    /// fragment (the ports are not in every fragment, so NICs hash fragments as IP, DPDK's
+    /// `RTE_ETH_RSS_FRAG_IPV4`); queue 0 for anything else (ARP, a frame too short to
+    /// parse), where NICs put what they do not hash. One 802.1Q tag is skipped; IPv6
+    /// extension headers are not followed (such a packet is hashed on its addresses).
+    pub fn queue_of_frame(&self, frame: &[u8]) -> u16 {
+        self.hash_frame(frame).map_or(0, |h| self.reta.queue(h))
+    }
+
+    /// The hash [`Rss::queue_of_frame`] takes, `None` for a frame that is not hashed.
+    fn hash_frame(&self, frame: &[u8]) -> Option<u32> {
+        const ETH: usize = 14;
+        let be16 = |i: usize| -> Option<u16> {
+            Some(u16::from_be_bytes(*frame.get(i..)?.first_chunk::<2>()?))
+        };
+        let (ethertype, l3) = match be16(12)? {
+            0x8100 => (be16(16)?, ETH + 4),
+            t => (t, ETH),
+        };
+        let ip = frame.get(l3..)?;
+        let ports = |l4: usize| -> Option<(u16, u16)> {
+            let p = ip.get(l4..l4 + 4)?;
+            Some((
+                u16::from_be_bytes([p[0], p[1]]),
+                u16::from_be_bytes([p[2], p[3]]),
+            ))
+        };
+        match ethertype {
+            0x0800 => {
+                let h = ip.first_chunk::<20>()?;
+                let src = [h[12], h[13], h[14], h[15]];
+                let dst = [h[16], h[17], h[18], h[19]];
+                let ihl = usize::from(h[0] & 0x0f) * 4;
+                // More fragments, or a fragment offset: not the whole datagram.
+                let fragment = u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0;
+                match (h[9], fragment, ports(ihl)) {
+                    (6, false, Some((sport, dport))) if ihl >= 20 => {
+                        Some(self.hash.hash_v4(src, dst, sport, dport))
+                    }
+                    _ => Some(self.hash.hash_v4_addrs(src, dst)),
+                }
+            }
+            0x86dd => {
+                let h = ip.first_chunk::<40>()?;
+                let mut src = [0u8; 16];
+                let mut dst = [0u8; 16];
+                src.copy_from_slice(&h[8..24]);
+                dst.copy_from_slice(&h[24..40]);
+                match (h[6], ports(40)) {
+                    (6, Some((sport, dport))) => Some(self.hash.hash_v6(src, dst, sport, dport)),
+                    _ => Some(self.hash.hash_v6_addrs(src, dst)),
+                }
+            }
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -639,6 +698,75 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A TCP/IPv4 frame from `src:sport` to `dst:dport` (`vlan`: with an 802.1Q tag),
+    /// with `ihl` words of IPv4 header and the flags-and-offset field `frag`.
+    fn v4_frame(key: &FlowKey, vlan: bool, ihl: u8, frag: u16, proto: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        if vlan {
+            f.extend_from_slice(&[0x81, 0x00, 0x00, 0x07]);
+        }
+        f.extend_from_slice(&[0x08, 0x00]);
+        let mut ip = vec![0u8; usize::from(ihl) * 4];
+        ip[0] = 0x40 | ihl;
+        ip[6..8].copy_from_slice(&frag.to_be_bytes());
+        ip[9] = proto;
+        ip[12..16].copy_from_slice(&v4_of(&key.src));
+        ip[16..20].copy_from_slice(&v4_of(&key.dst));
+        f.extend_from_slice(&ip);
+        f.extend_from_slice(&key.sport.to_be_bytes());
+        f.extend_from_slice(&key.dport.to_be_bytes());
+        f.extend_from_slice(&[0u8; 16]);
+        f
+    }
+
+    #[test]
+    fn a_frame_goes_where_its_flow_goes() {
+        let rss = Rss::with_queues(4).expect("valid");
+        let t = rss.toeplitz();
+        for i in 0..64 {
+            let key = gen_flow(i);
+            let want = rss.queue_of(&key);
+            assert_eq!(rss.queue_of_frame(&v4_frame(&key, false, 5, 0, 6)), want);
+            // The tag is not hashed; IP options move the ports; DF is not a fragment.
+            assert_eq!(rss.queue_of_frame(&v4_frame(&key, true, 5, 0, 6)), want);
+            assert_eq!(
+                rss.queue_of_frame(&v4_frame(&key, false, 7, 0x4000, 6)),
+                want
+            );
+            // Fragments and other protocols: the addresses alone.
+            let addrs = rss
+                .reta()
+                .queue(t.hash_v4_addrs(v4_of(&key.src), v4_of(&key.dst)));
+            assert_eq!(
+                rss.queue_of_frame(&v4_frame(&key, false, 5, 0x2000, 6)),
+                addrs
+            );
+            assert_eq!(
+                rss.queue_of_frame(&v4_frame(&key, false, 5, 0x0010, 6)),
+                addrs
+            );
+            assert_eq!(rss.queue_of_frame(&v4_frame(&key, false, 5, 0, 17)), addrs);
+        }
+        // IPv6, Microsoft's first row.
+        let (dst, dport, src, sport, _, tcp) = V6_ROWS[0];
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 20, 6, 64]);
+        f.extend_from_slice(&v6(src));
+        f.extend_from_slice(&v6(dst));
+        f.extend_from_slice(&sport.to_be_bytes());
+        f.extend_from_slice(&dport.to_be_bytes());
+        assert_eq!(rss.queue_of_frame(&f), rss.reta().queue(tcp));
+        // Not hashed: ARP, truncated frames, nothing at all.
+        let mut arp = vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(rss.queue_of_frame(&arp), 0);
+        let full = v4_frame(&gen_flow(3), false, 5, 0, 6);
+        for n in 0..full.len() {
+            assert!(rss.queue_of_frame(&full[..n]) < 4);
+        }
+        assert_eq!(rss.queue_of_frame(&[]), 0);
     }
 
     #[test]

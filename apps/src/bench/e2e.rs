@@ -345,16 +345,16 @@ impl Rig {
         gen.validate().map_err(|e| anyhow!(e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let report: Arc<Mutex<Option<GenReport>>> = Arc::new(Mutex::new(None));
-        let io = GenIo {
-            rx: self.gen_port.rx_queue(0)?,
-            tx: self.gen_port.tx_queue(0)?,
-            pool: match kind {
+        let io = GenIo::new(
+            self.gen_port.rx_queue(0)?,
+            self.gen_port.tx_queue(0)?,
+            match kind {
                 SenderKind::Stack => self.stack_gen_pool()?,
                 SenderKind::HandRolled => self.gen_pool(),
             },
-            clock: self.clock,
+            self.clock,
             nic_rx_checksum,
-        };
+        );
         let launched =
             launch_generator(&self.eal, self.worker, kind, io, gen, secs, &stop, &report)?;
         let rx = run_receiver(ReceiverCore {

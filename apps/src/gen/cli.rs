@@ -462,14 +462,14 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
         ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
             .context("installing the SIGINT/SIGTERM handler")?;
     }
-    let mut io = GenIo {
-        rx: port.rx_queue(0)?,
-        tx: port.tx_queue(0)?,
-        pool: gen_pool,
-        clock: Clock::new(&eal),
-        // A real port: the receiving NIC gives its own checksum verdicts.
-        nic_rx_checksum: false,
-    };
+    // A real port: the receiving NIC gives its own checksum verdicts.
+    let mut io = GenIo::new(
+        port.rx_queue(0)?,
+        port.tx_queue(0)?,
+        gen_pool,
+        Clock::new(&eal),
+        false,
+    );
     let duration = cfg.duration;
     // Every flow sends the same pattern from its first byte: with a byte count, the
     // receiver's SHA-256 of each connection must be this.

@@ -1,15 +1,24 @@
 //! Runs weir-gen on a DPDK port: [`run`] drives an [`Engine`], the flows on weir's TCP
 //! ([`Gen`]) or the frame generator ([`Sender`], `--blast` and the benchmark's anchor).
 //!
-//! One iteration: `now` from the TSC; one RX burst to the engine; its timers; its frames
-//! into the transmit batch; one `tx_burst`. Frames the queue refuses stay in the batch
-//! for the next iteration (a full ring is back-pressure, not loss).
+//! One iteration: `now` from the TSC; one RX burst to the engine (one per queue); its
+//! timers; its frames into the transmit batch; one `tx_burst` (one per queue with frames).
+//! Frames the queue refuses stay in the batch for the next iteration (a full ring is
+//! back-pressure, not loss).
+//!
+//! With [`GenIo::ring_rss`], the port is one side of a ring pair with a queue per
+//! receiving core, and the generator plays the receiver's NIC: each frame leaves on the
+//! queue whose ring feeds the receive queue that NIC's RSS would pick for it
+//! ([`stack::rss::Rss::queue_of_frame`]: the Toeplitz hash of the frame's 4-tuple as the
+//! receiver sees it, then the redirection table), and the receivers' ACKs come back on
+//! the queue of the core that sent them, all of which the generator polls.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
 use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::rss::Rss;
 use stack::time::{Duration, Instant};
 
 use crate::busy::BusySpan;
@@ -20,10 +29,13 @@ use super::sender::{CwndSummary, GenStats, Sender};
 
 /// The port side of a generator: its queues, its transmit pools and the clock.
 pub struct GenIo {
-    /// The RX queue the receiver's ACKs arrive on.
-    pub rx: PortRxQueue,
-    /// The TX queue segments leave on.
-    pub tx: PortTxQueue,
+    /// The RX queues the receiver's ACKs arrive on: one, or with [`GenIo::ring_rss`] one
+    /// per receiving core.
+    rx: Vec<PortRxQueue>,
+    /// The TX queues segments leave on, as many as [`GenIo::rx`].
+    tx: Vec<PortTxQueue>,
+    /// The receiver's NIC's RSS, with several queues.
+    rss: Option<Rss>,
     /// Where segments are built (stamped with the TX port, for checksum offload).
     pub pool: GenPool,
     /// The TSC clock.
@@ -43,6 +55,73 @@ const GOOD: RxChecksum = RxChecksum {
     ip: ChecksumStatus::Good,
     l4: ChecksumStatus::Good,
 };
+
+impl GenIo {
+    /// One queue pair of a port.
+    pub fn new(
+        rx: PortRxQueue,
+        tx: PortTxQueue,
+        pool: GenPool,
+        clock: Clock,
+        nic_rx_checksum: bool,
+    ) -> GenIo {
+        GenIo {
+            rx: vec![rx],
+            tx: vec![tx],
+            rss: None,
+            pool,
+            clock,
+            nic_rx_checksum,
+        }
+    }
+
+    /// Every queue of one side of a ring pair with as many queues as `rss`'s table names
+    /// (`dpdk::ring_port_pair_queues`; `rx[q]` and `tx[q]` are the port's queue `q`): each
+    /// frame is sent to the receiver's queue that `rss` picks for it, as the receiver's
+    /// NIC would. Fails unless there is one RX and one TX queue per queue of `rss`.
+    pub fn ring_rss(
+        rx: Vec<PortRxQueue>,
+        tx: Vec<PortTxQueue>,
+        rss: Rss,
+        pool: GenPool,
+        clock: Clock,
+        nic_rx_checksum: bool,
+    ) -> anyhow::Result<GenIo> {
+        let n = usize::from(rss.reta().queues());
+        if rx.len() != n || tx.len() != n {
+            anyhow::bail!(
+                "RSS over {n} queues needs {n} RX and {n} TX queues, got {} and {}",
+                rx.len(),
+                tx.len()
+            );
+        }
+        Ok(GenIo {
+            rx,
+            tx,
+            rss: Some(rss),
+            pool,
+            clock,
+            nic_rx_checksum,
+        })
+    }
+}
+
+/// Moves the frames of `out` into the per-queue batches `pending` by `rss`, in order; a
+/// frame whose queue's batch is full stays in `out`, and so do the later frames of that
+/// queue (a flow's frames keep their order: they all go to one queue).
+fn spread(rss: &Rss, out: &mut Burst<Mbuf>, pending: &mut [Burst<Mbuf>]) {
+    let mut rest: Burst<Mbuf> = Burst::new();
+    for b in out.drain(..) {
+        let q = usize::from(rss.queue_of_frame(b.data()));
+        // `q` < the table's queue count = pending.len() (checked in `GenIo::ring_rss`).
+        match pending.get_mut(q) {
+            Some(p) if !p.is_full() => p.push(b),
+            // `rest` holds at most what `out` held.
+            _ => rest.push(b),
+        }
+    }
+    *out = rest;
+}
 
 /// How a run ended and what it did.
 #[derive(Clone, Debug)]
@@ -194,6 +273,11 @@ impl Engine for Gen<Mbuf> {
 pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) -> GenReport {
     let mut rx: Burst<Mbuf> = Burst::new();
     let mut out: Burst<Mbuf> = Burst::new();
+    // With RSS, each queue's frames wait here for its tx_burst.
+    let mut pending: Vec<Burst<Mbuf>> = match io.rss {
+        Some(_) => io.tx.iter().map(|_| Burst::new()).collect(),
+        None => Vec::new(),
+    };
     let start = io.clock.now();
     let hard_end = start + opts.max_runtime;
     let mut close_by = Instant::NEVER;
@@ -207,8 +291,11 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         let t0 = Clock::cycles();
         busy_cycles += span.close(t0);
         now = io.clock.instant_at(t0);
-        let n = io.rx.rx_burst(&mut rx);
-        engine.rx(now, &mut rx);
+        let mut n = 0;
+        for q in io.rx.iter_mut() {
+            n += q.rx_burst(&mut rx);
+            engine.rx(now, &mut rx);
+        }
         engine.poll(now, &mut io.pool);
         let before = out.len();
         let m = engine.tx(now, &mut io.pool, &mut out);
@@ -217,13 +304,25 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
                 b.set_received(GOOD);
             }
         }
-        if !out.is_empty() {
-            io.tx.tx_burst(&mut out);
+        match &io.rss {
+            None => {
+                if let (false, Some(tx)) = (out.is_empty(), io.tx.first_mut()) {
+                    tx.tx_burst(&mut out);
+                }
+            }
+            Some(rss) => {
+                spread(rss, &mut out, &mut pending);
+                for (p, tx) in pending.iter_mut().zip(io.tx.iter_mut()) {
+                    if !p.is_empty() {
+                        tx.tx_burst(p);
+                    }
+                }
+            }
         }
         if n > 0 || m > 0 {
             span.busy(t0);
         }
-        if engine.is_done() && out.is_empty() {
+        if engine.is_done() && out.is_empty() && pending.iter().all(|p| p.is_empty()) {
             finished = true;
             break;
         }
@@ -247,8 +346,9 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         }
     }
     busy_cycles += span.close(Clock::cycles());
-    let unsent = out.len() as u64;
+    let unsent = (out.len() + pending.iter().map(|p| p.len()).sum::<usize>()) as u64;
     out.clear();
+    pending.clear();
     let data_ns = engine
         .data_span()
         .map_or(0, |(a, b)| b.saturating_since(a).as_nanos());

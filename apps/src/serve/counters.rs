@@ -95,6 +95,7 @@ impl ServeApp for Discard {
                 bytes: self.bytes(),
                 sha256,
                 end: end.end,
+                queue: None,
             };
             // As weir-sink's printer prints it.
             println!(

@@ -142,6 +142,8 @@ impl SinkApp {
             bytes: c.bytes,
             sha256: hex(&h.finalize()),
             end,
+            // The core's queue is added when the cores' results are merged.
+            queue: None,
         };
         let _ = self.closed.push(rec.clone());
         if self.done.len() < MAX_DIGESTS {

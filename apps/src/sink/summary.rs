@@ -32,7 +32,10 @@ pub(crate) fn merge(mut per_core: Vec<(u16, Result<CoreResult>)>) -> Result<Merg
         total.merge(&r.stats);
         open_at_stop += r.open_at_stop;
         stats.push(r.stats);
-        digests.extend(r.digests);
+        digests.extend(r.digests.into_iter().map(|d| DigestRecord {
+            queue: Some(q),
+            ..d
+        }));
     }
     total.conns_open = open_at_stop;
     Ok(Merged {
