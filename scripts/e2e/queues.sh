@@ -76,6 +76,7 @@ check "each core's bytes are its flows' bytes" eq \
 check "both cores worked (frames received on each)" eq "$(j $name '[.per_core[] | select(.rx_packets > 0)] | length')" 2
 check "both cores served flows" eq "$(j $name '[.digests[].queue] | unique | length')" 2
 check "every mbuf returned" eq "$(j $name .mbufs_in_use_at_exit)" 0
+no_refusal "$name"
 echo "       flows per core: $(j $name '[0, 1] as $q | [$q[] as $i | [.digests[] | select(.queue == $i)] | length] | join(" and ")')"
 
 e2e_finish
