@@ -8,6 +8,7 @@
 //! - [`tcp`]: TCP receive, ACK building and the send side (segments sent, ACKs processed)
 //!   on in-memory buffers;
 //! - [`stages`]: ns per segment of each receive-path stage;
+//! - [`rr_stages`]: ns per request/response transaction of each stage of the answering side;
 //! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`;
 //! - [`rr`]: request/response transactions between two weir stacks over the ring pair;
 //! - [`kernel_rr`]: the kernel's request/response on plain sockets (server and client),
@@ -24,6 +25,7 @@ pub mod latency;
 pub mod loops;
 pub mod rr;
 pub mod rr_bytes;
+pub mod rr_stages;
 pub mod stages;
 pub mod tap;
 pub mod tcp;

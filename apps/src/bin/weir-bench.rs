@@ -122,6 +122,18 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// ns per 64-byte request/response transaction of each stage of the answering side
+    /// (parse, GRO, TCP receive, application, TCP send, frame build, timers), in memory on
+    /// the same traffic, to place a transaction workload's regression by stage (field
+    /// report 003). Every answer is counted.
+    RrStages {
+        /// Connections, each with one transaction in flight (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [1usize, 64])]
+        conns: Vec<usize>,
+        /// One JSON object per row.
+        #[arg(long)]
+        json: bool,
+    },
     /// Request/response transactions (netperf TCP_RR's shape) between a weir client on
     /// one lcore and weir-serve's echo engine on the other, over a ring pair: transactions/s,
     /// latency percentiles, cycles per transaction on each side, segments and ACKs per
@@ -284,6 +296,7 @@ fn main() -> std::process::ExitCode {
         }),
         Cmd::Tcp { json } => apps::bench::tcp::run(json),
         Cmd::Stages { json } => apps::bench::stages::run(json),
+        Cmd::RrStages { conns, json } => apps::bench::rr_stages::run(&conns, json),
         Cmd::Tap {
             json,
             seconds,
