@@ -80,6 +80,12 @@ pub struct RunOpts<'a, T> {
     pub max_runtime: Duration,
     /// Called about once a second with the sender and the elapsed time (progress lines).
     pub tick: Option<Tick<'a, T>>,
+    /// How long to keep answering after every flow has finished (0: return at once).
+    /// The last ACK (of the receiver's FIN) has been handed to the port by then, but a
+    /// peer that reads the port's frames from shared memory (net_memif) loses those it
+    /// has not read when this side closes the port: it would retransmit its FIN to no
+    /// one and reset at its end. A linger is what TIME-WAIT does for the kernel.
+    pub linger: Duration,
 }
 
 /// What [`run`] drives: the flows on weir's TCP ([`Gen`]) or the frame generator
@@ -247,6 +253,20 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         }
     }
     busy_cycles += span.close(Clock::cycles());
+    if finished && opts.linger > Duration::ZERO {
+        let linger_end = io.clock.now() + opts.linger;
+        while io.clock.now() < linger_end {
+            let now = io.clock.now();
+            io.rx.rx_burst(&mut rx);
+            engine.rx(now, &mut rx);
+            engine.poll(now, &mut io.pool);
+            engine.tx(now, &mut io.pool, &mut out);
+            if !out.is_empty() {
+                io.tx.tx_burst(&mut out);
+                out.clear();
+            }
+        }
+    }
     let unsent = out.len() as u64;
     out.clear();
     let data_ns = engine
