@@ -66,7 +66,9 @@ pmd_session() {
 
     # ip netns exec gives the program a /sys of the namespace, without the BPF
     # filesystem libxdp keeps its XDP dispatcher in: one is mounted there (in the
-    # program's own mount namespace, gone with it).
+    # program's own mount namespace, gone with it). Where the kernel refuses the
+    # dispatcher (this VM's: "Compatibility check for dispatcher program failed"), libxdp
+    # attaches its one AF_XDP program directly, which is all net_af_xdp needs.
     ip netns exec "$W_NS" sh -c 'mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
       exec "$@"' sh "$SINK" --no-pci --no-huge -m 512 --file-prefix="wx-pmds-$$-$name" \
       --log-level='*:warning' -l "0-$((qpairs - 1))" --vdev="$vdev" -- \
