@@ -87,7 +87,7 @@ step "clippy (workspace, all targets, -D warnings)" \
 step "cargo test --workspace" cargo test --workspace --no-fail-fast
 step "e2e: weir-sink receiving the kernel's TCP over net_tap (GRO on/off, IPv6)" scripts/e2e/tap.sh
 step "e2e: weir-sink --queues 2 over net_tap, the kernel sending 16 flows (each flow on one core, digests, both cores at work)" scripts/e2e/queues.sh
-step "e2e: weir-sink on net_af_packet over a veth pair, the kernel sending (iperf -P 8, socat digests)" scripts/e2e/pmds.sh
+step "e2e: weir-sink on net_af_packet and net_af_xdp over a veth pair, the kernel sending (iperf -P 8, socat digests, the drivers' mbufs apart)" scripts/e2e/pmds.sh
 step "e2e: operability: --pcap, --metrics, --config, logs" scripts/e2e/ops.sh
 step "e2e: loss, reordering, duplication, corruption from the impairment stage" scripts/e2e/faults.sh
 step "e2e: weir-gen sending to the kernel's TCP over net_tap" scripts/e2e/gen.sh
@@ -96,6 +96,7 @@ step "e2e: request/response between two weir stacks over a ring pair (weir-bench
 step "lab check: request/response against the kernel over veth (compare-kernel-rr.sh --check: accounting on both stacks)" \
   env CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" scripts/lab/compare-kernel-rr.sh --check
 step "e2e: weir-serve against the real clients (sockperf, socat, iperf3, tbench, wrk, curl), beside the kernel's servers" scripts/e2e/serve.sh
+step "lab check: weir-gen and weir-sink in two processes over net_memif (memif.sh --check: digests and accounting)" scripts/lab/memif.sh --check
 
 summary
 exit $failed

@@ -173,6 +173,21 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
 pub const RESERVED_MBUFS: usize =
     1024 + dpdk::DEFAULT_CACHE as usize + 2 * dpdk::STASH + 2 * MAX_BURST + 1024;
 
+/// The receive pool of `mbufs` mbufs for port `port_id`, laid out as its driver needs
+/// ([`dpdk::needs_contiguous_pool`]: net_af_xdp's UMEM is the pool's memory taken at one
+/// stride, [`Mempool::new_contiguous`]).
+pub fn port_pool(eal: &Eal, port_id: u16, name: &str, mbufs: u32) -> Result<Mempool> {
+    let driver = Port::info(eal, port_id)
+        .with_context(|| format!("reading port {port_id}'s device info"))?
+        .driver_name;
+    let pool = if dpdk::needs_contiguous_pool(&driver) {
+        Mempool::new_contiguous(eal, name, mbufs, dpdk::DEFAULT_CACHE, 2048 + 128)
+    } else {
+        Mempool::new(eal, name, mbufs, dpdk::DEFAULT_CACHE, 2048 + 128)
+    };
+    pool.context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")
+}
+
 /// Payload bytes of a full segment (MSS 1448: a 1500-byte MTU less IPv4, TCP and the
 /// timestamp option), which is what one buffer of a send or receive queue holds.
 const SEG_BYTES: u32 = 1448;
@@ -228,8 +243,7 @@ impl Net {
         let port_id = *eal.ports().first().ok_or_else(|| {
             anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap)")
         })?;
-        let pool = Mempool::new(&eal, "weir_net", args.mbufs, 256, 2048 + 128)
-            .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
+        let pool = port_pool(&eal, port_id, "weir_net", args.mbufs)?;
         let port_cfg = PortConfig {
             rx_queues: queues,
             tx_queues: queues,

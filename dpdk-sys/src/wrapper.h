@@ -9,6 +9,7 @@
 #include <rte_ring.h>
 #include <rte_mempool.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
 #include <rte_ether.h>

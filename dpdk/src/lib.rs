@@ -40,10 +40,10 @@ pub use clock::Clock;
 pub use eal::{Eal, Launched};
 pub use error::{Error, Result};
 pub use mbuf::{Mbuf, PacketType, Segments, SharedData, MAX_SHARED_REFS};
-pub use mempool::{Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM, STASH};
+pub use mempool::{InUse, Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM, STASH};
 pub use port::{
-    no_rss_outcome, queue_spread_warning, DeviceInfo, Link, Offloads, Port, PortConfig,
-    PortRxQueue, PortStats, PortTxQueue, QueueSpread, TxCsumCaps, RSS_HASH_TYPES,
+    needs_contiguous_pool, no_rss_outcome, queue_spread_warning, DeviceInfo, Link, Offloads, Port,
+    PortConfig, PortRxQueue, PortStats, PortTxQueue, QueueSpread, TxCsumCaps, RSS_HASH_TYPES,
 };
 pub use ring::{ring_port_pair, ring_port_pair_queues, MAX_RING_QUEUES};
 

@@ -72,6 +72,189 @@ impl Mempool {
         }
     }
 
+    /// Like [`Mempool::new`], but every mbuf lies at one stride from the start of one
+    /// virtually contiguous chunk: mbuf `i` starts at `chunk + i x object size`, and the
+    /// chunk ends at `chunk + populated x object size`. DPDK 22.11's net_af_xdp needs
+    /// this: it registers as its UMEM exactly that range (`xdp_umem_configure`:
+    /// `get_base_addr` of the first chunk, `populated_size * frame_size`), and the
+    /// kernel refuses an address past its end (`xp_check_unaligned`: a fill descriptor
+    /// is dropped and its buffer never comes back; a transmit descriptor is counted in
+    /// `tx_invalid_descs` and never completed). [`Mempool::new`]'s layout keeps each
+    /// object within one page (`rte_mempool_op_populate_helper`'s `check_obj_bounds`,
+    /// for IOVA-contiguous objects), which leaves a gap at every page's end: one 2,368-byte
+    /// mbuf per 4 KiB page without hugepages, so two in five mbufs lay past the UMEM
+    /// (DPDK 24.07 reads the real range, `rte_mempool_get_mem_range`). Here the pool is
+    /// created with `RTE_MEMPOOL_F_NO_IOVA_CONTIG` (objects may cross pages: only for a
+    /// device that never DMAs, as AF_XDP in copy mode or through the kernel does not),
+    /// and the layout is checked. Fails if the memory came in several chunks.
+    pub fn new_contiguous(
+        _eal: &Eal,
+        name: &str,
+        count: u32,
+        cache: u32,
+        data_room: u16,
+    ) -> Result<Mempool> {
+        let cname = CString::new(name).map_err(|_| Error::NulInArgument(name.to_owned()))?;
+        let cache = cache.min(512).min(count / 3 * 2);
+        let fail = |errno: i32, hint: &'static str| Error::Create {
+            what: "mempool",
+            name: name.to_owned(),
+            errno,
+            message: strerror(errno),
+            hint,
+        };
+        let elt_size = std::mem::size_of::<dpdk_sys::rte_mbuf>() as u32 + u32::from(data_room);
+        // The steps of rte_pktmbuf_pool_create_by_ops (lib/mbuf/rte_mbuf.c), with a flag
+        // it does not take.
+        // SAFETY: cname is a valid C string; the EAL is initialised (`_eal`).
+        let raw = unsafe {
+            dpdk_sys::rte_mempool_create_empty(
+                cname.as_ptr(),
+                count,
+                elt_size,
+                cache,
+                std::mem::size_of::<dpdk_sys::rte_pktmbuf_pool_private>() as u32,
+                dpdk_sys::SOCKET_ID_ANY,
+                dpdk_sys::RTE_MEMPOOL_F_NO_IOVA_CONTIG,
+            )
+        };
+        let Some(raw) = NonNull::new(raw) else {
+            return Err(fail(rte_errno(), "check count, cache and data room sizes"));
+        };
+        let mp = raw.as_ptr();
+        let mut private = dpdk_sys::rte_pktmbuf_pool_private {
+            mbuf_data_room_size: data_room,
+            mbuf_priv_size: 0,
+            flags: 0,
+        };
+        // SAFETY: mp is the empty pool just created and known to no one else; the ops
+        // name is DPDK's static string; `private` outlives the init call, which copies it.
+        let ret = unsafe {
+            let ret = dpdk_sys::rte_mempool_set_ops_byname(
+                mp,
+                dpdk_sys::rte_mbuf_best_mempool_ops(),
+                std::ptr::null_mut(),
+            );
+            if ret == 0 {
+                dpdk_sys::rte_pktmbuf_pool_init(mp, &mut private as *mut _ as *mut _);
+                let n = dpdk_sys::rte_mempool_populate_default(mp);
+                if n < 0 {
+                    n
+                } else {
+                    dpdk_sys::rte_mempool_obj_iter(
+                        mp,
+                        Some(dpdk_sys::rte_pktmbuf_init),
+                        std::ptr::null_mut(),
+                    );
+                    0
+                }
+            } else {
+                ret
+            }
+        };
+        let pool = Mempool { raw };
+        if ret < 0 {
+            // SAFETY: no mbuf of the pool was handed out.
+            unsafe { dpdk_sys::rte_mempool_free(mp) };
+            return Err(fail(
+                -ret,
+                "not enough memory: fewer mbufs, a larger -m, or scripts/setup-hugepages.sh",
+            ));
+        }
+        if !pool.one_stride() {
+            // SAFETY: as above.
+            unsafe { dpdk_sys::rte_mempool_free(mp) };
+            return Err(fail(
+                libc::ENOMEM,
+                "the pool's memory came in several pieces: a larger -m (or hugepages) \
+                 leaves room for one",
+            ));
+        }
+        Ok(pool)
+    }
+
+    /// Every object lies within one chunk at one stride from its start (the layout
+    /// [`Mempool::new_contiguous`] promises).
+    fn one_stride(&self) -> bool {
+        // SAFETY: the pool is valid and populated; nothing else uses it yet (called at
+        // creation), and the callback only reads object addresses.
+        unsafe {
+            let mp = &*self.raw.as_ptr();
+            let first = mp.mem_list.stqh_first;
+            if mp.nb_mem_chunks != 1 || first.is_null() {
+                return false;
+            }
+            let mut job = Stride {
+                start: (*first).addr as usize,
+                size: (mp.header_size + mp.elt_size + mp.trailer_size) as usize,
+                header: mp.header_size as usize,
+                end: (*first).addr as usize
+                    + mp.populated_size as usize
+                        * (mp.header_size + mp.elt_size + mp.trailer_size) as usize,
+                bad: 0,
+            };
+            dpdk_sys::rte_mempool_obj_iter(
+                self.raw.as_ptr(),
+                Some(check_stride),
+                (&mut job as *mut Stride).cast(),
+            );
+            job.bad == 0
+        }
+    }
+
+    /// Splits the mbufs still allocated from the pool ([`Mempool::in_use`]) into those
+    /// never filled since they were allocated ([`InUse::untouched`]: the state
+    /// `rte_pktmbuf_alloc` leaves, no length, no port) and the others ([`InUse::used`]).
+    /// After a port is closed, an untouched mbuf is one its driver posted to a receive
+    /// ring and never handed back: net_af_xdp's close in DPDK 22.11 deletes the socket
+    /// and its UMEM without freeing the mbufs of its fill ring (`eth_dev_close`). Every
+    /// received frame and every frame weir built has a length, so a used mbuf is one
+    /// the program still holds. The lcores' caches are flushed first and the free mbufs
+    /// taken out and put back, so the pool's own count is unchanged.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else may use the pool during the call: every lcore that allocates from it
+    /// has stopped and every port that holds its mbufs is closed.
+    pub unsafe fn split_in_use(&self) -> InUse {
+        let mp = self.raw.as_ptr();
+        // SAFETY: the caller guarantees exclusive use of the pool (no lcore is running,
+        // so its cache may be flushed from here); the free objects taken out are put back
+        // before returning; the callback only reads the mbufs that are not free, which
+        // nobody else touches any more.
+        unsafe {
+            for lcore in 0..dpdk_sys::RTE_MAX_LCORE {
+                let cache = dpdk_sys::rte_mempool_default_cache(mp, lcore);
+                if !cache.is_null() {
+                    dpdk_sys::rte_mempool_cache_flush(cache, mp);
+                }
+            }
+            let mut free: Vec<*mut std::ffi::c_void> = Vec::with_capacity(self.available());
+            loop {
+                let mut obj = std::ptr::null_mut();
+                if dpdk_sys::rte_mempool_get(mp, &mut obj) != 0 {
+                    break;
+                }
+                free.push(obj);
+            }
+            free.sort_unstable();
+            let mut job = Split {
+                free: &free,
+                split: InUse::default(),
+            };
+            dpdk_sys::rte_mempool_obj_iter(
+                mp,
+                Some(split_one),
+                (&mut job as *mut Split<'_>).cast(),
+            );
+            let split = job.split;
+            if !free.is_empty() {
+                dpdk_sys::rte_mempool_put_bulk(mp, free.as_ptr(), free.len() as u32);
+            }
+            split
+        }
+    }
+
     /// Like [`Mempool::new`], then writes `stamp` into every mbuf at `at` bytes past the
     /// headroom, i.e. at `data()[at..]` of a freshly allocated mbuf (`rte_pktmbuf_reset`
     /// puts `data_off` at `RTE_PKTMBUF_HEADROOM`). DPDK never writes into the data room
@@ -200,6 +383,79 @@ impl Mempool {
     /// field names the port a transmitted frame is bound for).
     pub fn for_port(self, port: u16) -> PortPool {
         PortPool { pool: self, port }
+    }
+}
+
+/// The mbufs still allocated from a pool, split by [`Mempool::split_in_use`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InUse {
+    /// Allocated and never filled: posted to a driver's receive ring and not handed back.
+    pub untouched: usize,
+    /// Holding a frame (received, or built to be sent): held by the program.
+    pub used: usize,
+}
+
+/// What [`Mempool::split_in_use`] walks with: the free objects (sorted), the counts.
+struct Split<'a> {
+    free: &'a [*mut std::ffi::c_void],
+    split: InUse,
+}
+
+/// `rte_mempool_obj_iter` callback: counts one object that is not free.
+unsafe extern "C" fn split_one(
+    _mp: *mut dpdk_sys::rte_mempool,
+    arg: *mut std::ffi::c_void,
+    obj: *mut std::ffi::c_void,
+    _idx: std::os::raw::c_uint,
+) {
+    // SAFETY: `arg` is split_in_use's `Split`, alive for the whole iteration; every
+    // object of a pktmbuf pool is an initialised rte_mbuf, and split_in_use's caller
+    // guarantees no one else uses the pool.
+    unsafe {
+        let job = &mut *arg.cast::<Split<'_>>();
+        if job.free.binary_search(&obj).is_ok() {
+            return;
+        }
+        let m = &*obj.cast::<dpdk_sys::rte_mbuf>();
+        let fresh = m.pkt_len == 0
+            && m.data_len == 0
+            && m.nb_segs == 1
+            && m.next.is_null()
+            && u32::from(m.port) == dpdk_sys::RTE_MBUF_PORT_INVALID;
+        if fresh {
+            job.split.untouched += 1;
+        } else {
+            job.split.used += 1;
+        }
+    }
+}
+
+/// What [`Mempool::one_stride`] checks each object against.
+struct Stride {
+    start: usize,
+    size: usize,
+    header: usize,
+    end: usize,
+    bad: usize,
+}
+
+/// `rte_mempool_obj_iter` callback: counts an object that is off the stride or past the
+/// end.
+unsafe extern "C" fn check_stride(
+    _mp: *mut dpdk_sys::rte_mempool,
+    arg: *mut std::ffi::c_void,
+    obj: *mut std::ffi::c_void,
+    _idx: std::os::raw::c_uint,
+) {
+    // SAFETY: `arg` is one_stride's `Stride`, alive for the whole iteration; only the
+    // object's address is used.
+    unsafe {
+        let job = &mut *arg.cast::<Stride>();
+        let at = (obj as usize).wrapping_sub(job.header);
+        let off = at.wrapping_sub(job.start);
+        if at < job.start || off % job.size != 0 || at + job.size > job.end {
+            job.bad += 1;
+        }
     }
 }
 

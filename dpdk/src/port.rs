@@ -161,6 +161,15 @@ pub fn no_rss_outcome(driver: &str) -> &'static str {
     }
 }
 
+/// Whether the PMD `driver` needs its mbuf pool made with [`Mempool::new_contiguous`]:
+/// net_af_xdp, whose UMEM in DPDK 22.11 is the pool's first memory chunk taken as
+/// `populated_size` objects at one stride (drivers/net/af_xdp/rte_eth_af_xdp.c,
+/// `xdp_umem_configure`); an mbuf past that range is refused by the kernel, and a pool
+/// made by `rte_pktmbuf_pool_create` has such mbufs.
+pub fn needs_contiguous_pool(driver: &str) -> bool {
+    driver == "net_af_xdp"
+}
+
 /// The warning to show when `port` (driver `driver`) is configured as `spread` with
 /// `rx_queues` queues: `None` unless it has several queues and no RSS.
 pub fn queue_spread_warning(
@@ -720,6 +729,23 @@ impl PortRxQueue {
         // SAFETY: the PMD wrote n owned, non-null mbuf pointers after `len`.
         unsafe { out.set_len(len + usize::from(n)) };
         usize::from(n)
+    }
+}
+
+impl PortTxQueue {
+    /// Asks the PMD to take back the mbufs of frames it has finished sending
+    /// (`rte_eth_tx_done_cleanup`; for a PMD without it, a transmit of no frames, which
+    /// is where net_af_xdp reads its completion ring: `kick_tx`). A PMD frees an mbuf it
+    /// was given only when the frame has left, so before a pool is checked at exit the
+    /// last ACKs must be taken back this way.
+    pub fn reclaim(&mut self) {
+        // SAFETY: this handle is the queue's only user.
+        let ret = unsafe { dpdk_sys::rte_eth_tx_done_cleanup(self.port, self.queue, 0) };
+        if ret == -libc::ENOTSUP {
+            let mut none: [*mut dpdk_sys::rte_mbuf; 1] = [std::ptr::null_mut()];
+            // SAFETY: a burst of 0 frames: the PMD reads no pointer.
+            unsafe { dpdk_sys::rte_eth_tx_burst(self.port, self.queue, none.as_mut_ptr(), 0) };
+        }
     }
 }
 

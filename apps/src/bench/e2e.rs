@@ -495,6 +495,8 @@ pub fn launch_generator(
                         close_grace: Duration::from_secs(10),
                         max_runtime,
                         tick: None,
+                        // In process: the receiver reads the ring after the sender ends.
+                        linger: Duration::ZERO,
                     },
                 )
             }
@@ -507,6 +509,8 @@ pub fn launch_generator(
                         close_grace: Duration::from_secs(10),
                         max_runtime,
                         tick: None,
+                        // In process: the receiver reads the ring after the sender ends.
+                        linger: Duration::ZERO,
                     },
                 ),
                 Err(e) => {

@@ -531,6 +531,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
                 close_grace: grace,
                 max_runtime: day,
                 tick: Some(&mut tick),
+                linger: Duration::from_millis(200),
             },
         )
     } else {
@@ -548,6 +549,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
                 close_grace: grace,
                 max_runtime: day,
                 tick: Some(&mut tick),
+                linger: Duration::from_millis(200),
             },
         )
     };

@@ -159,6 +159,12 @@ pub struct RunOpts<'a, T> {
     pub max_runtime: Duration,
     /// Called about once a second with the sender and the elapsed time (progress lines).
     pub tick: Option<Tick<'a, T>>,
+    /// How long to keep answering after every flow has finished (0: return at once).
+    /// The last ACK (of the receiver's FIN) has been handed to the port by then, but a
+    /// peer that reads the port's frames from shared memory (net_memif) loses those it
+    /// has not read when this side closes the port: it would retransmit its FIN to no
+    /// one and reset at its end. A linger is what TIME-WAIT does for the kernel.
+    pub linger: Duration,
 }
 
 /// What [`run`] drives: the flows on weir's TCP ([`Gen`]) or the frame generator
@@ -346,6 +352,41 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         }
     }
     busy_cycles += span.close(Clock::cycles());
+    if finished && opts.linger > Duration::ZERO {
+        // The last ACKs may still be on their way to the receiver: keep serving until
+        // it has read them (memif drops what the peer has not read when a side leaves).
+        let linger_end = io.clock.now() + opts.linger;
+        while io.clock.now() < linger_end {
+            let now = io.clock.now();
+            for q in io.rx.iter_mut() {
+                q.rx_burst(&mut rx);
+                engine.rx(now, &mut rx);
+            }
+            engine.poll(now, &mut io.pool);
+            let before = out.len();
+            engine.tx(now, &mut io.pool, &mut out);
+            if io.nic_rx_checksum {
+                for b in out[before..].iter_mut() {
+                    b.set_received(GOOD);
+                }
+            }
+            match &io.rss {
+                None => {
+                    if let (false, Some(tx)) = (out.is_empty(), io.tx.first_mut()) {
+                        tx.tx_burst(&mut out);
+                    }
+                }
+                Some(rss) => {
+                    spread(rss, &mut out, &mut pending);
+                    for (p, tx) in pending.iter_mut().zip(io.tx.iter_mut()) {
+                        if !p.is_empty() {
+                            tx.tx_burst(p);
+                        }
+                    }
+                }
+            }
+        }
+    }
     let unsent = (out.len() + pending.iter().map(|p| p.len()).sum::<usize>()) as u64;
     out.clear();
     pending.clear();

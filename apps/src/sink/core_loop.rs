@@ -195,8 +195,15 @@ pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Resul
         lp.tx_dropped += out.len() as u64;
         out.clear();
     }
-    // The unused transmit mbufs go back before the pool is checked.
+    // The unused transmit mbufs go back before the pool is checked, and so do those of
+    // the frames sent: a PMD frees them when they have left, which net_af_xdp learns
+    // only when it transmits (its completion ring; the kernel completes a frame once the
+    // peer has freed it, so a few tries a millisecond apart).
     drop(tx_pool);
+    for _ in 0..20 {
+        c.tx.reclaim();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     // Frames still held by the impairment are dropped (freed) here, before the pool is
     // checked; they count as delivered nowhere.
     let mut stats = p.stats();

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use crossbeam_queue::ArrayQueue;
-use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
+use dpdk::{Clock, Eal, Port, PortConfig};
 use stack::gro::GroConfig;
 use stack::pipeline::PipelineConfig;
 use stack::tcp::TcpConfig;
@@ -86,8 +86,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap, or -a PCI_ADDRESS for a NIC bound to vfio-pci)")
         })?,
     };
-    let pool = Mempool::new(&eal, "weir_rx", args.mbufs, 256, 2048 + 128)
-        .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
+    let pool = crate::net::port_pool(&eal, port_id, "weir_rx", args.mbufs)?;
     let mut port = Port::configure(
         &eal,
         port_id,
@@ -258,10 +257,13 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         Some(cap) => Some(cap.finish()?),
         None => None,
     };
-    // Closing the port returns the mbufs its RX rings held.
+    // Closing the port returns the mbufs its RX rings held (most drivers), or leaves them
+    // allocated and untouched (net_af_xdp's fill ring): those are told apart from what
+    // weir still holds.
     port.close().context("closing the port")?;
-    let in_use = pool.in_use() as u64;
-    merged.total.lp.mbufs_in_use = in_use;
+    // SAFETY: every core has returned (joined above) and the port is closed.
+    let in_use = unsafe { pool.split_in_use() };
+    merged.total.lp.mbufs_in_use = in_use.used as u64;
     summary::finish(&args, &merged, in_use, elapsed, pcap)
 }
 

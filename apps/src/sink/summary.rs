@@ -49,11 +49,17 @@ pub(crate) fn merge(mut per_core: Vec<(u16, Result<CoreResult>)>) -> Result<Merg
 pub(crate) fn finish(
     args: &SinkArgs,
     m: &Merged,
-    in_use: u64,
+    in_use: dpdk::InUse,
     elapsed: f64,
     pcap: Option<CaptureTotals>,
 ) -> Result<()> {
-    println!("{}", report::summary(&m.total, in_use, elapsed));
+    println!("{}", report::summary(&m.total, in_use.used as u64, elapsed));
+    if in_use.untouched > 0 {
+        println!(
+            "  mbufs the driver kept in its receive rings at close (never filled): {}",
+            in_use.untouched
+        );
+    }
     if let (Some(t), Some(path)) = (pcap, &args.pcap) {
         println!(
             "  capture: {} frames ({} bytes) written to {}, {} left out (pcap_dropped)",
@@ -68,11 +74,17 @@ pub(crate) fn finish(
             &m.total,
             &m.per_core,
             &m.digests,
-            in_use,
+            in_use.used as u64,
             elapsed,
             args.settings_json(),
         );
         let mut v = v;
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert(
+                "mbufs_kept_by_driver_at_exit".into(),
+                json!(in_use.untouched),
+            );
+        }
         if let (Some(t), serde_json::Value::Object(m)) = (pcap, &mut v) {
             for (k, n) in t.json_fields() {
                 m.insert(k.into(), json!(n));
