@@ -25,8 +25,8 @@ use crate::stats::{PipelineStats, Stats};
 use crate::tcp::{Tcp, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::wire::{
-    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse_into, ArpRequest, DropReason,
-    parse_chain_into, IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats, Parsed,
+    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse_chain_into, parse_into,
+    ArpRequest, DropReason, IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats, Parsed,
 };
 
 /// Replies (ARP, ICMP echo, neighbor advertisement) waiting for `poll_tx`. A burst of
@@ -200,7 +200,10 @@ impl<B: PacketBuf> Pipeline<B> {
                     parse_stats: &mut self.parse_stats,
                     stats: &mut self.stats,
                 };
-                match self.chain.handle(now, buf, rx, &mut self.gro, &mut self.one, &mut deliver) {
+                match self
+                    .chain
+                    .handle(now, buf, rx, &mut self.gro, &mut self.one, &mut deliver)
+                {
                     Some(head) => head,
                     None => continue,
                 }

@@ -610,7 +610,9 @@ fn parse_ipv6<T: FrameTail + ?Sized>(
     }
     // As for IPv4: the part in this buffer, and the length on the wire.
     let pl_end = ipv6::HEADER_LEN + usize::from(ip.payload_len());
-    let payload = l3.get(ipv6::HEADER_LEN..pl_end.min(l3.len())).unwrap_or(&[]);
+    let payload = l3
+        .get(ipv6::HEADER_LEN..pl_end.min(l3.len()))
+        .unwrap_or(&[]);
     let walk = ipv6::walk_ext_headers(payload, ip.next_header())?;
     let l4 = payload.get(walk.offset..).unwrap_or(&[]);
     let l4_len = usize::from(ip.payload_len()) - walk.offset;
