@@ -506,6 +506,9 @@ impl PacketBuf for Mbuf {
     fn is_contiguous(&self) -> bool {
         self.m().nb_segs == 1
     }
+    fn frame_len(&self) -> usize {
+        self.pkt_len()
+    }
     fn segment_count(&self) -> usize {
         usize::from(self.m().nb_segs)
     }

@@ -75,6 +75,11 @@ pub trait PacketBuf {
     fn is_contiguous(&self) -> bool {
         true
     }
+    /// The frame's length, every segment of a chain included (`data().len()` unless
+    /// chained).
+    fn frame_len(&self) -> usize {
+        self.data().len()
+    }
     /// How many segments the frame has (1 unless it is chained).
     fn segment_count(&self) -> usize {
         1

@@ -173,7 +173,7 @@ impl<B: PacketBuf> Pipeline<B> {
                 a.prefetch_data();
             }
             self.stats.rx_packets += 1;
-            self.stats.rx_bytes += buf.data().len() as u64;
+            self.stats.rx_bytes += buf.frame_len() as u64;
             let buf = if buf.is_contiguous() {
                 // The common layout goes straight into GRO, which reads the header words
                 // it needs from the frame; everything else is parsed in full.

@@ -317,6 +317,12 @@ fn chained_jumbo_segments_reach_the_application() {
                 assert_eq!(got.len(), want.len(), "{what}");
                 assert!(got == want, "{what}: bytes differ");
                 assert_eq!(st.pipeline.nonlinear_drops, 0, "{what}");
+                let frame = (if v6 { 86 } else { 66 }) + JUMBO - if v6 { 20 } else { 0 };
+                assert_eq!(st.pipeline.rx_packets, 2 + 129, "{what}");
+                assert!(
+                    st.pipeline.rx_bytes > 129 * frame as u64,
+                    "{what}: rx_bytes counts whole chains"
+                );
                 assert_eq!(st.parse.total_drops(), 0, "{what}");
                 assert_eq!(rx.in_use(), 0, "{what}: every segment freed once read");
                 if let Some(g) = gro {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use crossbeam_queue::ArrayQueue;
-use dpdk::{Clock, Eal, Mempool, Port, PortConfig};
+use dpdk::{Clock, Eal, Port, PortConfig};
 use stack::gro::GroConfig;
 use stack::pipeline::PipelineConfig;
 use stack::tcp::TcpConfig;
@@ -86,8 +86,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap, or -a PCI_ADDRESS for a NIC bound to vfio-pci)")
         })?,
     };
-    let pool = Mempool::new(&eal, "weir_rx", args.mbufs, 256, 2048 + 128)
-        .context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")?;
+    let pool = crate::net::rx_pool(&eal, port_id, "weir_rx", args.mbufs, args.mtu)?;
     let mut port = Port::configure(
         &eal,
         port_id,
@@ -96,6 +95,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             rx_queues: queues,
             tx_queues: queues,
             promiscuous: args.promiscuous,
+            mtu: args.mtu,
             ..PortConfig::default()
         },
     )
@@ -106,6 +106,15 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         tracing::warn!("{w}");
     }
     let mac = port.mac()?;
+    if let Some(w) = port.mtu_warning() {
+        tracing::warn!("{w}");
+    }
+    let mtu = match args.mtu {
+        Some(m) => m,
+        None => port
+            .mtu()
+            .with_context(|| format!("reading port {port_id}'s MTU"))?,
+    };
     let tx_csum = port.tx_csum_caps().ipv4_tcp();
     let local = LocalAddrs::new(
         mac,
@@ -132,6 +141,8 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             ooo_core_slices: (args.mbufs / 2) as usize,
             ooo_core_bytes: (args.mbufs / 2) as usize * 2048,
             seed: seed(),
+            // The advertised MSS follows the port's MTU (RFC 9293 §3.7.1).
+            mtu,
             ..TcpConfig::default()
         },
         listen: args.ports.iter().map(|p| (*p, policy)).collect(),
@@ -303,7 +314,9 @@ fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 
         gro_flush_ns = args.stack.gro_flush_ns,
         gro_max_flows = args.stack.max_flows,
         gro_max_segs = gro.max_segs,
-        gro_max_bytes = gro.max_bytes,
+        gro_max_bytes = args.stack.gro_max_bytes,
+        mtu = ?args.mtu,
+        rx_scatter = off.rx_scatter(),
         ack_policy = %args.stack.policy(),
         quickack_psh_mss = ?args.stack.quickack_psh_mss,
         max_conns = args.max_conns,

@@ -70,6 +70,9 @@ impl PacketBuf for ChainBuf {
     fn is_contiguous(&self) -> bool {
         self.segs.len() <= 1
     }
+    fn frame_len(&self) -> usize {
+        self.segs.iter().map(Vec::len).sum()
+    }
     fn segment_count(&self) -> usize {
         self.segs.len()
     }
