@@ -928,6 +928,32 @@ impl TxQueue for PortTxQueue {
 mod tests {
     use super::*;
 
+    fn device(rx_offload_capa: u64) -> DeviceInfo {
+        DeviceInfo {
+            driver_name: "net_test".into(),
+            max_rx_queues: 1,
+            max_tx_queues: 1,
+            rx_offload_capa,
+            tx_offload_capa: 0,
+            flow_type_rss_offloads: 0,
+            min_mtu: 68,
+            max_mtu: 9600,
+            max_rx_pktlen: 9618,
+        }
+    }
+
+    /// The default data room when frames fit or the device scatters them; room for a
+    /// whole frame (MTU + Ethernet header + VLAN tag + CRC, after the headroom) otherwise.
+    #[test]
+    fn rx_data_room_fits_a_frame_unless_the_device_scatters() {
+        let plain = device(0);
+        let scatter = device(c::RTE_ETH_RX_OFFLOAD_SCATTER);
+        assert_eq!(rx_data_room(&plain, 1500), crate::DEFAULT_DATA_ROOM);
+        assert_eq!(rx_data_room(&scatter, 9000), crate::DEFAULT_DATA_ROOM);
+        assert_eq!(frame_len_for_mtu(9000), 9022);
+        assert_eq!(rx_data_room(&plain, 9000), 9022 + 128);
+    }
+
     #[test]
     fn tx_csum_caps_follow_the_enabled_offloads() {
         assert_eq!(

@@ -98,9 +98,10 @@ fn chains_unchain_into_one_segment_mbufs_and_parse_from_the_first() {
 
     // A shared segment (another holder's reference): nothing changes.
     let mut m = chain(&pool, &f, 1500);
+    // SAFETY: `m` is a valid chain head we own; its `next` is its second segment.
+    let second = unsafe { (*m.as_ptr()).next };
     // SAFETY: the second segment is a valid mbuf of the chain we own; one more reference
     // for the test, given back below.
-    let second = unsafe { (*m.as_ptr()).next };
     unsafe { dpdk_sys::rte_mbuf_refcnt_update(second, 1) };
     let mut tail = Vec::new();
     assert!(!m.unchain(&mut |s| tail.push(s)));

@@ -285,7 +285,7 @@ fn chained_jumbo_segments_reach_the_application() {
             for seg_len in [2048, 1001] {
                 let mut rx = ChainPool::new(1 << 16, seg_len);
                 let mut tx = ChainPool::new(1024, 2048);
-                let mut p = pipeline(gro.clone());
+                let mut p = pipeline(*gro);
                 let mut now = Instant::from_nanos(1_000_000);
                 let isn = handshake(&mut p, &mut tx, now, v6);
                 let mut seq = 1001u32;
