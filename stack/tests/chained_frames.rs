@@ -367,3 +367,44 @@ fn chains_that_cannot_be_carried_are_counted() {
     assert_eq!(st.pipeline.rx_packets, st.parse.total() + 2);
     assert_eq!(rx.in_use(), 0);
 }
+
+/// Every frame of the malformed corpus (one or more per drop reason), cut at every
+/// offset and into 7-byte pieces: the chain parser refuses it (headers cut, counted as
+/// `pipeline.nonlinear`) or gives the result of the frame in one buffer, except that an
+/// ICMP message running past the first segment is `icmp_unsupported`.
+#[test]
+fn corpus_frames_in_chains_parse_as_whole_or_are_refused() {
+    let mut same = 0;
+    for c in testkit::corpus::parse_drops() {
+        let whole = parse(&c.frame, c.cs, &local());
+        let icmp = matches!(
+            whole,
+            Parsed::IcmpEcho(_)
+                | Parsed::NeighborSolicit(_)
+                | Parsed::Drop(
+                    DropReason::IcmpBadChecksum
+                        | DropReason::IcmpUnsupported
+                        | DropReason::TruncatedIcmp
+                        | DropReason::NdInvalid
+                )
+        );
+        let mut shapes: Vec<ChainBuf> = (1..c.frame.len())
+            .map(|at| ChainBuf::from_segments(vec![c.frame[..at].to_vec(), c.frame[at..].to_vec()]))
+            .collect();
+        shapes.push(ChainBuf::split(&c.frame, 7));
+        for b in shapes {
+            let b = b.with_rx_checksum(c.cs);
+            match parse_chain(&b) {
+                None => {}
+                Some(p) if p == whole => same += 1,
+                Some(Parsed::Drop(DropReason::IcmpUnsupported)) if icmp => {}
+                Some(p) => panic!(
+                    "{}: cut {:?}: {p:?}, in one buffer {whole:?}",
+                    c.name,
+                    b.segment_lens()
+                ),
+            }
+        }
+    }
+    assert!(same > 1000, "{same} chains parsed as whole");
+}
