@@ -87,6 +87,7 @@ step "clippy (workspace, all targets, -D warnings)" \
 step "cargo test --workspace" cargo test --workspace --no-fail-fast
 step "e2e: weir-sink receiving the kernel's TCP over net_tap (GRO on/off, IPv6)" scripts/e2e/tap.sh
 step "e2e: weir-sink --queues 2 over net_tap, the kernel sending 16 flows (each flow on one core, digests, both cores at work)" scripts/e2e/queues.sh
+step "e2e: jumbo frames: weir-sink --mtu 9000 on net_tap, the kernel sending 8,948-byte segments as chained mbufs (socat digests, IPv4 and IPv6, GRO to 64 KiB and beyond)" scripts/e2e/jumbo.sh
 step "e2e: weir-sink on net_af_packet and net_af_xdp over a veth pair, the kernel sending (iperf -P 8, socat digests, the drivers' mbufs apart)" scripts/e2e/pmds.sh
 step "e2e: operability: --pcap, --metrics, --config, logs" scripts/e2e/ops.sh
 step "e2e: loss, reordering, duplication, corruption from the impairment stage" scripts/e2e/faults.sh

@@ -65,6 +65,50 @@ pub struct NetArgs {
     /// Write the counters as JSON to FILE on exit.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// The port's MTU (68..=9000; default: the device's, 1500 on most), and the MSS TCP
+    /// advertises with it. Frames longer than an mbuf arrive as chains when the port has
+    /// scattered receive; otherwise the pool's mbufs are made large enough for a frame.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(MTU_RANGE))]
+    pub mtu: Option<u16>,
+}
+
+/// What `--mtu` takes: IPv4's minimum (RFC 791) to the usual jumbo frame.
+pub const MTU_RANGE: std::ops::RangeInclusive<i64> = 68..=9000;
+
+/// The RX pool for port `port_id` at `mtu` (`None`: 1,500): mbufs of the default data
+/// room when frames fit in one or the port scatters them over several
+/// (`RTE_ETH_RX_OFFLOAD_SCATTER`), otherwise mbufs large enough for a whole frame. The
+/// MTU is checked against the device's range here, before any memory is taken. The pool
+/// is laid out as its driver needs ([`dpdk::needs_contiguous_pool`]: net_af_xdp's UMEM is
+/// the pool's memory taken at one stride, [`Mempool::new_contiguous`]).
+pub fn rx_pool(
+    eal: &Eal,
+    port_id: u16,
+    name: &str,
+    mbufs: u32,
+    mtu: Option<u16>,
+) -> Result<Mempool> {
+    let info = Port::info(eal, port_id).with_context(|| format!("reading port {port_id}"))?;
+    let room = match mtu {
+        Some(m) => {
+            if m < info.min_mtu || m > info.max_mtu {
+                bail!(
+                    "--mtu {m}: port {port_id} ({}) takes an MTU of {}..={} (its max_mtu)",
+                    info.driver_name,
+                    info.min_mtu,
+                    info.max_mtu
+                );
+            }
+            dpdk::rx_data_room(&info, m)
+        }
+        None => 2048 + 128,
+    };
+    let pool = if dpdk::needs_contiguous_pool(&info.driver_name) {
+        Mempool::new_contiguous(eal, name, mbufs, dpdk::DEFAULT_CACHE, room)
+    } else {
+        Mempool::new(eal, name, mbufs, dpdk::DEFAULT_CACHE, room)
+    };
+    pool.context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")
 }
 
 fn parse_impair(s: &str) -> std::result::Result<(ImpairConfig, Option<u64>), String> {
@@ -98,6 +142,12 @@ pub struct StackArgs {
     /// Hand every segment to TCP as it arrives (no coalescing).
     #[arg(long)]
     pub no_gro: bool,
+    /// Most payload bytes in one GRO run. 65535 (the default) keeps runs under 64 KiB as
+    /// Linux does without BIG TCP; up to 524280 (Linux's GRO_MAX_SIZE, BIG TCP) lets jumbo
+    /// segments coalesce further: weir hands TCP a chain of buffers, not one IP packet.
+    #[arg(long, value_name = "BYTES", default_value_t = stack::gro::GRO_LEGACY_MAX_BYTES,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(stack::gro::GRO_MAX_BYTES)))]
+    pub gro_max_bytes: u32,
     /// GRO runs held at once per core; the oldest is flushed when full.
     #[arg(long, value_name = "N", default_value_t = 4096,
           value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
@@ -130,6 +180,7 @@ impl StackArgs {
             flush_ns: Duration::from_nanos(self.gro_flush_ns),
             busy_hold_ns: Duration::from_nanos(self.gro_busy_hold_ns),
             max_flows: self.max_flows as usize,
+            max_bytes: self.gro_max_bytes,
             ..GroConfig::default()
         })
     }
@@ -173,21 +224,6 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
 pub const RESERVED_MBUFS: usize =
     1024 + dpdk::DEFAULT_CACHE as usize + 2 * dpdk::STASH + 2 * MAX_BURST + 1024;
 
-/// The receive pool of `mbufs` mbufs for port `port_id`, laid out as its driver needs
-/// ([`dpdk::needs_contiguous_pool`]: net_af_xdp's UMEM is the pool's memory taken at one
-/// stride, [`Mempool::new_contiguous`]).
-pub fn port_pool(eal: &Eal, port_id: u16, name: &str, mbufs: u32) -> Result<Mempool> {
-    let driver = Port::info(eal, port_id)
-        .with_context(|| format!("reading port {port_id}'s device info"))?
-        .driver_name;
-    let pool = if dpdk::needs_contiguous_pool(&driver) {
-        Mempool::new_contiguous(eal, name, mbufs, dpdk::DEFAULT_CACHE, 2048 + 128)
-    } else {
-        Mempool::new(eal, name, mbufs, dpdk::DEFAULT_CACHE, 2048 + 128)
-    };
-    pool.context("creating the mbuf pool (try fewer --mbufs, or more memory with -m)")
-}
-
 /// Payload bytes of a full segment (MSS 1448: a 1500-byte MTU less IPv4, TCP and the
 /// timestamp option), which is what one buffer of a send or receive queue holds.
 const SEG_BYTES: u32 = 1448;
@@ -208,6 +244,8 @@ pub struct Net {
     pub ip6: Ipv6Addr,
     /// The port computes TX checksums (the pipeline leaves them to it).
     pub tx_csum: bool,
+    /// The port's MTU (`--mtu`, or what the device was set to); TCP's follows it.
+    pub mtu: u16,
     impair: Option<(ImpairConfig, Option<u64>)>,
 }
 
@@ -243,10 +281,11 @@ impl Net {
         let port_id = *eal.ports().first().ok_or_else(|| {
             anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap)")
         })?;
-        let pool = port_pool(&eal, port_id, "weir_net", args.mbufs)?;
+        let pool = rx_pool(&eal, port_id, "weir_net", args.mbufs, args.mtu)?;
         let port_cfg = PortConfig {
             rx_queues: queues,
             tx_queues: queues,
+            mtu: args.mtu,
             ..PortConfig::default()
         };
         let mut port = Port::configure(&eal, port_id, pool, &port_cfg)
@@ -257,6 +296,13 @@ impl Net {
             tracing::warn!("{w}");
         }
         let mac = port.mac()?;
+        if let Some(w) = port.mtu_warning() {
+            tracing::warn!("{w}");
+        }
+        let mtu = match args.mtu {
+            Some(m) => m,
+            None => port.mtu().unwrap_or(1500),
+        };
         // A frame the TX stage duplicates or holds must be complete before it is copied
         // (a copy carries no offload request), so impaired transmits are checksummed in
         // software by the stack.
@@ -272,6 +318,7 @@ impl Net {
             ip: args.ip,
             ip6: args.ip6,
             tx_csum,
+            mtu,
             impair: args.impair,
         })
     }
@@ -327,7 +374,10 @@ impl Net {
         PipelineConfig {
             local: LocalAddrs::new(self.mac, Some(self.ip), Some(self.ip6)),
             gro: Some(GroConfig::default()),
-            tcp,
+            tcp: TcpConfig {
+                mtu: self.mtu,
+                ..tcp
+            },
             listen: listen.iter().map(|p| (*p, AckPolicy::linux())).collect(),
             tx_csum_offload: self.tx_csum,
         }

@@ -39,6 +39,8 @@ pub mod consts {
     pub const RTE_ETH_RX_OFFLOAD_UDP_CKSUM: u64 = 1 << 2;
     /// `RTE_ETH_RX_OFFLOAD_TCP_CKSUM`.
     pub const RTE_ETH_RX_OFFLOAD_TCP_CKSUM: u64 = 1 << 3;
+    /// `RTE_ETH_RX_OFFLOAD_SCATTER`: frames longer than an mbuf arrive as chains.
+    pub const RTE_ETH_RX_OFFLOAD_SCATTER: u64 = 1 << 13;
     /// `RTE_ETH_TX_OFFLOAD_IPV4_CKSUM`.
     pub const RTE_ETH_TX_OFFLOAD_IPV4_CKSUM: u64 = 1 << 1;
     /// `RTE_ETH_TX_OFFLOAD_UDP_CKSUM`.

@@ -42,8 +42,9 @@ pub use error::{Error, Result};
 pub use mbuf::{Mbuf, PacketType, Segments, SharedData, MAX_SHARED_REFS};
 pub use mempool::{InUse, Mempool, PortPool, StashPool, DEFAULT_CACHE, DEFAULT_DATA_ROOM, STASH};
 pub use port::{
-    needs_contiguous_pool, no_rss_outcome, queue_spread_warning, DeviceInfo, Link, Offloads, Port,
-    PortConfig, PortRxQueue, PortStats, PortTxQueue, QueueSpread, TxCsumCaps, RSS_HASH_TYPES,
+    frame_len_for_mtu, needs_contiguous_pool, no_rss_outcome, queue_spread_warning, rx_data_room,
+    DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats, PortTxQueue, QueueSpread,
+    TxCsumCaps, RSS_HASH_TYPES,
 };
 pub use ring::{ring_port_pair, ring_port_pair_queues, MAX_RING_QUEUES};
 

@@ -222,6 +222,40 @@ impl Mbuf {
         unsafe { dpdk_sys::rte_pktmbuf_trim(self.raw.as_ptr(), len) == 0 }
     }
 
+    /// Detaches every segment after the first into an mbuf of its own, handed to `out` in
+    /// order; this mbuf keeps its first segment (`nb_segs` 1, `pkt_len` its `data_len`).
+    /// Returns `false`, changing nothing, when a segment is shared (`refcnt` above 1).
+    pub fn unchain(&mut self, out: &mut dyn FnMut(Mbuf)) -> bool {
+        let head = self.raw.as_ptr();
+        let mut p = head;
+        while !p.is_null() {
+            // SAFETY: `p` is a segment of the chain we own; an atomic read of its refcnt.
+            if unsafe { dpdk_sys::rte_mbuf_refcnt_read(p) } != 1 {
+                return false;
+            }
+            // SAFETY: as above; `next` is NULL or the chain's next segment.
+            p = unsafe { (*p).next };
+        }
+        // SAFETY: we own the whole chain exclusively (every refcnt is 1). Each segment is
+        // unlinked before it is handed out, so every mbuf handed out (and this one) heads a
+        // one-segment chain that nothing else points to, and each is freed exactly once.
+        unsafe {
+            let mut next = (*head).next;
+            (*head).next = std::ptr::null_mut();
+            (*head).nb_segs = 1;
+            (*head).pkt_len = u32::from((*head).data_len);
+            while let Some(seg) = NonNull::new(next) {
+                let m = &mut *seg.as_ptr();
+                next = m.next;
+                m.next = std::ptr::null_mut();
+                m.nb_segs = 1;
+                m.pkt_len = u32::from(m.data_len);
+                out(Mbuf::from_raw(seg));
+            }
+        }
+        true
+    }
+
     /// The segments of the chain, in order, as byte slices.
     pub fn segments(&self) -> Segments<'_> {
         Segments {
@@ -502,6 +536,19 @@ impl PacketBuf for Mbuf {
             return false;
         }
         len == have || self.trim((have - len) as u16)
+    }
+    fn frame_len(&self) -> usize {
+        self.pkt_len()
+    }
+    fn segment_count(&self) -> usize {
+        usize::from(self.m().nb_segs)
+    }
+    /// Unlinks each segment into an mbuf of its own (`next` cleared, `nb_segs` 1,
+    /// `pkt_len` its `data_len`): every segment of a received chain is a mempool element
+    /// of its own, so each can be freed alone. Refused (`false`) when any segment is
+    /// shared (`refcnt` above 1: another holder sees the chain).
+    fn unchain(&mut self, out: &mut dyn FnMut(Self)) -> bool {
+        Mbuf::unchain(self, out)
     }
     /// Always `true`: an mbuf carries the request to any port; the caller decided from the
     /// port's [`crate::Port::tx_csum_caps`] that the port completes it.

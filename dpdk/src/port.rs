@@ -63,6 +63,35 @@ pub struct PortConfig {
     /// Ask for multi-segment transmit (frames of chained mbufs) when the device has it.
     /// Off by default: some PMDs pick a slower transmit path for it.
     pub multi_seg_tx: bool,
+    /// The MTU to set (`rxmode.mtu`; `None`: the device's default, 1,500 on most). When
+    /// the pool's mbufs cannot hold a frame of this MTU, scattered receive
+    /// (`RTE_ETH_RX_OFFLOAD_SCATTER`) is asked for if the device has it, and the port is
+    /// refused otherwise ([`rx_data_room`] sizes a pool that needs no scatter).
+    pub mtu: Option<u16>,
+}
+
+/// The longest frame a port at `mtu` receives: the MTU plus the Ethernet header, one
+/// VLAN tag and the CRC (DPDK counts the CRC in its frame sizes, `RTE_ETHER_CRC_LEN`).
+pub fn frame_len_for_mtu(mtu: u16) -> usize {
+    usize::from(mtu)
+        + dpdk_sys::RTE_ETHER_HDR_LEN as usize
+        + dpdk_sys::RTE_VLAN_HLEN as usize
+        + dpdk_sys::RTE_ETHER_CRC_LEN as usize
+}
+
+/// The data room (with the 128-byte headroom, what [`crate::Mempool::new`] takes) of an RX
+/// pool for a port at `mtu`: the default when the device scatters frames over several
+/// mbufs (or `mtu` fits in one), otherwise room for a whole frame in one mbuf.
+pub fn rx_data_room(info: &DeviceInfo, mtu: u16) -> u16 {
+    let default = crate::DEFAULT_DATA_ROOM;
+    let headroom = dpdk_sys::RTE_PKTMBUF_HEADROOM as usize;
+    let frame = frame_len_for_mtu(mtu);
+    if frame <= usize::from(default) - headroom
+        || info.rx_offload_capa & c::RTE_ETH_RX_OFFLOAD_SCATTER != 0
+    {
+        return default;
+    }
+    (frame + headroom).min(usize::from(u16::MAX)) as u16
 }
 
 impl Default for PortConfig {
@@ -75,6 +104,7 @@ impl Default for PortConfig {
             promiscuous: false,
             checksum_offload: true,
             multi_seg_tx: false,
+            mtu: None,
         }
     }
 }
@@ -94,6 +124,12 @@ pub struct DeviceInfo {
     pub tx_offload_capa: u64,
     /// `RTE_ETH_RSS_*` hash types the device supports.
     pub flow_type_rss_offloads: u64,
+    /// Smallest MTU the device takes.
+    pub min_mtu: u16,
+    /// Largest MTU the device takes.
+    pub max_mtu: u16,
+    /// Longest frame the device says it receives (DPDK checks an MTU against it).
+    pub max_rx_pktlen: u32,
 }
 
 /// The RSS hash types weir asks for when a port has more than one RX queue: IP addresses
@@ -215,6 +251,10 @@ impl Offloads {
     pub fn tx_tcp_cksum(&self) -> bool {
         self.tx & c::RTE_ETH_TX_OFFLOAD_TCP_CKSUM != 0
     }
+    /// Scattered receive: a frame longer than an mbuf arrives as a chain.
+    pub fn rx_scatter(&self) -> bool {
+        self.rx & c::RTE_ETH_RX_OFFLOAD_SCATTER != 0
+    }
     /// TX of frames made of chained mbufs.
     pub fn tx_multi_segs(&self) -> bool {
         self.tx & c::RTE_ETH_TX_OFFLOAD_MULTI_SEGS != 0
@@ -282,6 +322,9 @@ pub struct Port {
     tx_csum: TxCsumCaps,
     driver_name: String,
     spread: QueueSpread,
+    /// The MTU asked for when the device could not be set to it but receives such frames
+    /// anyway (see [`Port::mtu_warning`]).
+    mtu_unset: Option<u16>,
 }
 
 /// The PMD's name from a raw `rte_eth_dev_info`.
@@ -320,6 +363,9 @@ impl Port {
             rx_offload_capa: raw.rx_offload_capa,
             tx_offload_capa: raw.tx_offload_capa,
             flow_type_rss_offloads: raw.flow_type_rss_offloads,
+            min_mtu: raw.min_mtu,
+            max_mtu: raw.max_mtu,
+            max_rx_pktlen: raw.max_rx_pktlen,
         })
     }
 
@@ -360,6 +406,17 @@ impl Port {
         offloads.rss_hf = spread.rss_hf();
 
         let mut conf = dpdk_sys::rte_eth_conf::default();
+        let mut mtu_unset = None;
+        if let Some(mtu) = cfg.mtu {
+            let plan = mtu_plan(port, &info, mtu, pool.data_room())?;
+            offloads.rx |= plan.rx_offloads;
+            if plan.set {
+                // rte_eth_dev_configure checks it against the device's limits and sets it.
+                conf.rxmode.mtu = u32::from(mtu);
+            } else {
+                mtu_unset = Some(mtu);
+            }
+        }
         conf.rxmode.offloads = offloads.rx;
         conf.txmode.offloads = offloads.tx;
         if offloads.rss_hf != 0 {
@@ -417,6 +474,7 @@ impl Port {
             offloads,
             driver_name: driver_name(&info),
             spread,
+            mtu_unset,
         })
     }
 
@@ -444,6 +502,17 @@ impl Port {
         self.tx_csum
     }
 
+    /// The MTU the device is set to (`rte_eth_dev_get_mtu`).
+    pub fn mtu(&self) -> Result<u16> {
+        let mut mtu = 0u16;
+        // SAFETY: a configured port; a valid out-pointer.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_get_mtu(self.shared.id, &mut mtu) };
+        if ret < 0 {
+            return Err(port_error(self.shared.id, "rte_eth_dev_get_mtu", ret));
+        }
+        Ok(mtu)
+    }
+
     /// The offloads and RSS hash types in use.
     pub fn offloads(&self) -> Offloads {
         self.offloads
@@ -462,6 +531,19 @@ impl Port {
     /// How its RX queues share the flows.
     pub fn queue_spread(&self) -> QueueSpread {
         self.spread
+    }
+
+    /// The warning to show at start-up when the MTU asked for could not be set on the
+    /// device, which receives such frames anyway (net_tap beyond the 1,522-byte frames
+    /// DPDK 22.11 lets it take; see [`PortConfig::mtu`]); `None` otherwise.
+    pub fn mtu_warning(&self) -> Option<String> {
+        self.mtu_unset.map(|mtu| {
+            format!(
+                "port {}: {} takes frames of at most 1522 bytes by DPDK's check, so its MTU is left as it is; with scattered receive it still receives MTU {mtu} frames as chains of mbufs (set the kernel end's MTU to {mtu} too)",
+                self.id(),
+                self.driver_name
+            )
+        })
     }
 
     /// The warning to show at start-up when the port has several RX queues and no RSS
@@ -643,6 +725,89 @@ fn release(taken: &Mutex<Vec<bool>>, queue: u16) {
     }
 }
 
+/// How a port is given an MTU.
+struct MtuPlan {
+    /// RX offloads it needs (scattered receive when a frame does not fit in an mbuf).
+    rx_offloads: u64,
+    /// Set the device's MTU (`rxmode.mtu`); `false` for net_tap beyond its frame limit.
+    set: bool,
+}
+
+/// How port `port` gets `mtu` with mbufs of `room` bytes, or why it cannot.
+///
+/// DPDK refuses an MTU whose frame (the MTU plus 18 bytes, `eth_dev_validate_mtu`) is
+/// longer than the device's `max_rx_pktlen`. DPDK 22.11's net_tap reports 1,522 there
+/// (`RTE_ETHER_MAX_VLAN_FRAME_LEN` in `tap_dev_info`), although with scattered receive
+/// its `pmd_rx_burst` reads a frame into as many mbufs as it needs (one `readv` over the
+/// queue's chain): there the device MTU is left as it is, scatter is asked for, and
+/// [`Port::mtu_warning`] says so. The kernel's end of the tap has an MTU of its own,
+/// which the kernel side sets.
+fn mtu_plan(
+    port: u16,
+    info: &dpdk_sys::rte_eth_dev_info,
+    mtu: u16,
+    room: usize,
+) -> Result<MtuPlan> {
+    let scatter = info.rx_offload_capa & c::RTE_ETH_RX_OFFLOAD_SCATTER != 0;
+    let dpdk_frame = usize::from(mtu)
+        + dpdk_sys::RTE_ETHER_HDR_LEN as usize
+        + dpdk_sys::RTE_ETHER_CRC_LEN as usize;
+    if dpdk_frame > info.max_rx_pktlen as usize {
+        if driver_name(info) == "net_tap" && scatter {
+            return Ok(MtuPlan {
+                rx_offloads: c::RTE_ETH_RX_OFFLOAD_SCATTER,
+                set: false,
+            });
+        }
+        return Err(Error::Port {
+            port,
+            op: "rte_eth_dev_configure",
+            errno: libc::EINVAL,
+            message: format!(
+                "MTU {mtu} needs {dpdk_frame}-byte frames; the device ({}) takes at most {} (max_mtu {})",
+                driver_name(info),
+                info.max_rx_pktlen,
+                info.max_mtu
+            ),
+            hint: "give a smaller --mtu",
+        });
+    }
+    if mtu < info.min_mtu || mtu > info.max_mtu {
+        return Err(Error::Port {
+            port,
+            op: "rte_eth_dev_configure",
+            errno: libc::EINVAL,
+            message: format!(
+                "MTU {mtu} is outside what the device takes: {}..={} (its max_mtu)",
+                info.min_mtu, info.max_mtu
+            ),
+            hint: "give an --mtu within the device's range",
+        });
+    }
+    let frame = frame_len_for_mtu(mtu);
+    if frame <= room {
+        return Ok(MtuPlan {
+            rx_offloads: 0,
+            set: true,
+        });
+    }
+    if scatter {
+        return Ok(MtuPlan {
+            rx_offloads: c::RTE_ETH_RX_OFFLOAD_SCATTER,
+            set: true,
+        });
+    }
+    Err(Error::Port {
+        port,
+        op: "rte_eth_dev_configure",
+        errno: libc::EINVAL,
+        message: format!(
+            "a {frame}-byte frame (MTU {mtu}) does not fit in the pool's {room}-byte mbufs and the device has no scattered receive"
+        ),
+        hint: "create the RX pool with dpdk::rx_data_room's data room for this MTU",
+    })
+}
+
 fn raw_info(eal: &Eal, port: u16) -> Result<dpdk_sys::rte_eth_dev_info> {
     check_port(eal, port)?;
     let mut info = dpdk_sys::rte_eth_dev_info::default();
@@ -788,6 +953,32 @@ impl TxQueue for PortTxQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn device(rx_offload_capa: u64) -> DeviceInfo {
+        DeviceInfo {
+            driver_name: "net_test".into(),
+            max_rx_queues: 1,
+            max_tx_queues: 1,
+            rx_offload_capa,
+            tx_offload_capa: 0,
+            flow_type_rss_offloads: 0,
+            min_mtu: 68,
+            max_mtu: 9600,
+            max_rx_pktlen: 9618,
+        }
+    }
+
+    /// The default data room when frames fit or the device scatters them; room for a
+    /// whole frame (MTU + Ethernet header + VLAN tag + CRC, after the headroom) otherwise.
+    #[test]
+    fn rx_data_room_fits_a_frame_unless_the_device_scatters() {
+        let plain = device(0);
+        let scatter = device(c::RTE_ETH_RX_OFFLOAD_SCATTER);
+        assert_eq!(rx_data_room(&plain, 1500), crate::DEFAULT_DATA_ROOM);
+        assert_eq!(rx_data_room(&scatter, 9000), crate::DEFAULT_DATA_ROOM);
+        assert_eq!(frame_len_for_mtu(9000), 9022);
+        assert_eq!(rx_data_room(&plain, 9000), 9022 + 128);
+    }
 
     #[test]
     fn tx_csum_caps_follow_the_enabled_offloads() {

@@ -68,9 +68,33 @@ pub trait PacketBuf {
         RxChecksum::default()
     }
     /// `false` when the frame spans several chained segments that `data()` does not show
-    /// in full (a multi-segment mbuf). The pipeline drops and counts such frames.
+    /// in full (a multi-segment mbuf): `data()` is then the first segment. The pipeline
+    /// parses such a frame from its first segment and splits it with
+    /// [`PacketBuf::unchain`] into buffers of one segment each, so that each payload
+    /// slice owns one buffer (docs/decisions/chained-mbufs.md).
     fn is_contiguous(&self) -> bool {
         true
+    }
+    /// The frame's length, every segment of a chain included (`data().len()` unless
+    /// chained).
+    fn frame_len(&self) -> usize {
+        self.data().len()
+    }
+    /// How many segments the frame has (1 unless it is chained).
+    fn segment_count(&self) -> usize {
+        1
+    }
+    /// Detaches every segment after the first: each becomes a buffer of its own, one
+    /// segment long, handed to `out` in order, and this buffer keeps its first segment
+    /// only. Returns `false`, changing nothing, when the buffer type cannot (the default,
+    /// for a chain; a contiguous buffer has nothing to detach and returns `true`) or the
+    /// segments are shared with another holder.
+    fn unchain(&mut self, out: &mut dyn FnMut(Self)) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = out;
+        self.is_contiguous()
     }
     /// Shortens the frame to `len` bytes (a reply built into a buffer sized for the
     /// worst case). Returns `false` if this buffer type cannot, or `len` is longer.
@@ -186,6 +210,11 @@ pub struct Prefilled<B> {
     /// complemented, as if it started at an even offset.
     pub payload_sum: u16,
 }
+
+/// Most segments a received frame of chained buffers may have: a 9,018-byte frame is 5
+/// segments of 2,048-byte mbufs, 9 of 1,024-byte ones. A longer chain is dropped and
+/// counted (`pipeline.nonlinear`).
+pub const MAX_FRAME_SEGS: usize = 16;
 
 /// Longest payload chain GRO builds: 64 segments (a 64 KiB run of 1448-byte segments is
 /// 45; smaller segments hit this cap first, as Linux's `MAX_SKB_FRAGS`-bounded GRO does).

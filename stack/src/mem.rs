@@ -9,6 +9,9 @@ use std::rc::Rc;
 use crate::buf::{BufPool, PacketBuf, RxChecksum};
 use crate::driver::{Burst, RxQueue, TxQueue};
 
+mod chain;
+pub use chain::{ChainBuf, ChainPool};
+
 /// A heap buffer holding one frame. Optionally counted by the [`VecPool`] it came from.
 #[derive(Debug, Default)]
 pub struct VecBuf {

@@ -17,7 +17,7 @@
 use arrayvec::ArrayVec;
 
 use crate::ack::AckPolicy;
-use crate::buf::{BufPool, PacketBuf};
+use crate::buf::{BufPool, PacketBuf, PayloadChain, PayloadSlice, MAX_FRAME_SEGS};
 use crate::driver::Burst;
 use crate::gro::{Gro, GroConfig};
 use crate::segment::Segment;
@@ -25,8 +25,8 @@ use crate::stats::{PipelineStats, Stats};
 use crate::tcp::{Tcp, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::wire::{
-    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse_into, ArpRequest, DropReason,
-    IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats, Parsed,
+    emit_arp_reply, emit_echo_reply, emit_neighbor_advert, parse_chain_into, parse_into,
+    ArpRequest, DropReason, IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats, Parsed,
 };
 
 /// Replies (ARP, ICMP echo, neighbor advertisement) waiting for `poll_tx`. A burst of
@@ -81,6 +81,8 @@ pub struct Pipeline<B> {
     /// [`Segment`] on why it is not built per segment).
     one: Segment<B>,
     parsed: Parsed,
+    /// Where a frame of chained buffers is taken apart.
+    chain: ChainRx<B>,
     parse_stats: ParseStats,
     stats: PipelineStats,
     tx_csum_offload: bool,
@@ -100,6 +102,10 @@ impl<B: PacketBuf> Pipeline<B> {
             ctl: ArrayVec::new(),
             one: Segment::empty(),
             parsed: Parsed::Drop(DropReason::TruncatedEthernet),
+            chain: ChainRx {
+                tail: ArrayVec::new(),
+                payload: PayloadChain::new(),
+            },
             parse_stats: ParseStats::default(),
             stats: PipelineStats::default(),
             tx_csum_offload: cfg.tx_csum_offload,
@@ -167,26 +173,41 @@ impl<B: PacketBuf> Pipeline<B> {
                 a.prefetch_data();
             }
             self.stats.rx_packets += 1;
-            self.stats.rx_bytes += buf.data().len() as u64;
-            if !buf.is_contiguous() {
-                self.stats.nonlinear_drops += 1;
-                continue;
-            }
-            // The common layout goes straight into GRO, which reads the header words
-            // it needs from the frame; everything else is parsed in full.
-            let buf = match &mut self.gro {
-                Some(gro) => match gro.handle_frame(now, buf, &self.local, &mut deliver) {
-                    Ok(()) => {
-                        self.parse_stats.tcp += 1;
-                        continue;
-                    }
-                    Err(buf) => buf,
-                },
-                None => buf,
+            self.stats.rx_bytes += buf.frame_len() as u64;
+            let buf = if buf.is_contiguous() {
+                // The common layout goes straight into GRO, which reads the header words
+                // it needs from the frame; everything else is parsed in full.
+                let buf = match &mut self.gro {
+                    Some(gro) => match gro.handle_frame(now, buf, &self.local, &mut deliver) {
+                        Ok(()) => {
+                            self.parse_stats.tcp += 1;
+                            continue;
+                        }
+                        Err(buf) => buf,
+                    },
+                    None => buf,
+                };
+                // Parsed in place: a TcpMeta is ~170 bytes, not worth moving per packet.
+                parse_into(buf.data(), buf.rx_checksum(), &self.local, &mut self.parsed);
+                self.parse_stats.record(&self.parsed);
+                buf
+            } else {
+                // A frame of chained buffers: a TCP segment is handed on here, anything
+                // else comes back (its first buffer) to be answered or dropped below.
+                let rx = Rx {
+                    local: &self.local,
+                    parsed: &mut self.parsed,
+                    parse_stats: &mut self.parse_stats,
+                    stats: &mut self.stats,
+                };
+                match self
+                    .chain
+                    .handle(now, buf, rx, &mut self.gro, &mut self.one, &mut deliver)
+                {
+                    Some(head) => head,
+                    None => continue,
+                }
             };
-            // Parsed in place: a TcpMeta is ~170 bytes, not worth moving per packet.
-            parse_into(buf.data(), buf.rx_checksum(), &self.local, &mut self.parsed);
-            self.parse_stats.record(&self.parsed);
             match &self.parsed {
                 Parsed::Tcp(meta) => match &mut self.gro {
                     Some(gro) => gro.handle_segment(now, meta, buf, &mut deliver),
@@ -312,6 +333,98 @@ impl<B: PacketBuf> Pipeline<B> {
             ooo_bytes_held: self.tcp.ooo_bytes() as u64,
             impair: Default::default(),
         }
+    }
+}
+
+/// What the chain path writes to besides its own storage: the pipeline's parse result
+/// and counters.
+struct Rx<'a> {
+    local: &'a LocalAddrs,
+    parsed: &'a mut Parsed,
+    parse_stats: &'a mut ParseStats,
+    stats: &'a mut PipelineStats,
+}
+
+/// Takes frames of chained buffers apart (docs/decisions/chained-mbufs.md): each segment
+/// becomes a buffer of its own ([`PacketBuf::unchain`]), the frame is parsed from the
+/// first with the others as its tail ([`parse_chain_into`]), and a TCP segment's payload
+/// becomes one slice per buffer, handed to GRO or TCP as one segment. Storage for one
+/// frame, allocated with the pipeline.
+struct ChainRx<B> {
+    tail: ArrayVec<B, MAX_FRAME_SEGS>,
+    payload: PayloadChain<B>,
+}
+
+impl<B: PacketBuf> ChainRx<B> {
+    /// Handles the chained frame `buf`: `None` when it was handed on or dropped (a frame
+    /// that is not carried, counted as `pipeline.nonlinear`: more than [`MAX_FRAME_SEGS`]
+    /// segments, segments the buffer type cannot detach, or headers that are not all in
+    /// the first segment), otherwise its first buffer, with `rx.parsed` saying what it is
+    /// (not a TCP segment; already counted).
+    #[inline(never)]
+    fn handle(
+        &mut self,
+        now: Instant,
+        mut buf: B,
+        rx: Rx<'_>,
+        gro: &mut Option<Gro<B>>,
+        one: &mut Segment<B>,
+        deliver: &mut impl FnMut(&mut Segment<B>),
+    ) -> Option<B> {
+        let tail = &mut self.tail;
+        let mut overflow = false;
+        let unchained = buf.segment_count() <= MAX_FRAME_SEGS
+            && buf.unchain(&mut |s| overflow |= tail.try_push(s).is_err());
+        if !unchained || overflow {
+            self.tail.clear();
+            rx.stats.nonlinear_drops += 1;
+            return None;
+        }
+        let csum = buf.rx_checksum();
+        if !parse_chain_into(buf.data(), &self.tail[..], csum, rx.local, rx.parsed) {
+            self.tail.clear();
+            rx.stats.nonlinear_drops += 1;
+            return None;
+        }
+        rx.parse_stats.record(rx.parsed);
+        let Parsed::Tcp(meta) = rx.parsed else {
+            self.tail.clear();
+            return Some(buf);
+        };
+        // The payload, in order: what the first buffer holds after the headers, then
+        // each later buffer up to the end of the IP packet (anything after it, such as
+        // an Ethernet trailer, is not payload). Buffers left with no payload are freed.
+        let mut left = usize::from(meta.payload_len);
+        let off = usize::from(meta.payload_off);
+        let first = buf.data().len().saturating_sub(off).min(left);
+        left -= first;
+        let p = &mut self.payload;
+        let mut push = |b: B, off: usize, len: usize| {
+            if len > 0 {
+                // Fits: a frame has at most MAX_FRAME_SEGS buffers; offsets and lengths
+                // lie inside one IP packet.
+                let _ = p.push(PayloadSlice {
+                    buf: b,
+                    off: off as u16,
+                    len: len as u16,
+                });
+            }
+        };
+        push(buf, off, first);
+        for b in self.tail.drain(..) {
+            let len = b.data().len().min(left);
+            left -= len;
+            push(b, 0, len);
+        }
+        match gro {
+            Some(gro) => gro.handle_chain(now, meta, &mut self.payload, deliver),
+            None => {
+                one.fill_from_chain(meta, &mut self.payload, now);
+                deliver(one);
+                one.payload.clear();
+            }
+        }
+        None
     }
 }
 

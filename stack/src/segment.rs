@@ -100,6 +100,28 @@ impl<B: crate::buf::PacketBuf> Segment<B> {
         self.first_rx = now;
     }
 
+    /// [`Segment::fill_from_meta`] for a segment whose payload lies in several buffers
+    /// (a frame of chained buffers): `payload`'s slices are moved in, leaving it empty.
+    pub fn fill_from_chain(&mut self, meta: &TcpMeta, payload: &mut PayloadChain<B>, now: Instant) {
+        self.payload.clear();
+        for s in payload.drain() {
+            // Both chains have the same capacity.
+            let _ = self.payload.push(s);
+        }
+        self.flow = meta.flow;
+        self.peer_mac = meta.src_mac;
+        self.local_mac = meta.dst_mac;
+        self.seq = meta.seq;
+        self.ack = meta.ack;
+        self.flags = meta.flags;
+        self.window = meta.window;
+        self.opts = meta.opts;
+        self.ts_last = meta.opts.timestamp;
+        self.segs = 1;
+        self.gso_size = meta.payload_len;
+        self.first_rx = now;
+    }
+
     /// Moves this segment out (its payload slices and a copy of its header fields),
     /// leaving its payload empty: for consumers that keep whole segments (tests, batches).
     pub fn take(&mut self) -> Self {

@@ -18,7 +18,9 @@ pub struct PipelineStats {
     pub rx_packets: u64,
     /// Bytes received (whole frames).
     pub rx_bytes: u64,
-    /// Frames dropped because they span several buffers (multi-segment mbufs).
+    /// Frames of chained buffers (multi-segment mbufs) dropped because they cannot be
+    /// carried: more than `MAX_FRAME_SEGS` segments, a segment shared with another holder,
+    /// or headers not all in the first segment.
     pub nonlinear_drops: u64,
     /// ARP replies sent.
     pub arp_replies: u64,

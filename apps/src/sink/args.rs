@@ -58,6 +58,12 @@ pub struct SinkArgs {
     #[arg(long, value_name = "N", default_value_t = 16_383,
           value_parser = clap::value_parser!(u32).range(1024..))]
     pub mbufs: u32,
+    /// The port's MTU (68..=9000; default: the device's, 1500 on most), and the MSS TCP
+    /// advertises with it. Frames longer than an mbuf arrive as chains when the port has
+    /// scattered receive; otherwise the pool's mbufs are made large enough for a frame.
+    #[arg(long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u16).range(crate::net::MTU_RANGE))]
+    pub mtu: Option<u16>,
     /// Put the port in promiscuous mode.
     #[arg(long)]
     pub promiscuous: bool,
@@ -148,6 +154,8 @@ impl SinkArgs {
             "gro": !self.stack.no_gro,
             "gro_flush_ns": self.stack.gro_flush_ns,
             "gro_busy_hold_ns": self.stack.gro_busy_hold_ns,
+            "gro_max_bytes": self.stack.gro_max_bytes,
+            "mtu": self.mtu,
             "max_flows": self.stack.max_flows,
             "max_conns": self.max_conns,
             "ack_policy": self.stack.policy().to_string(),

@@ -86,7 +86,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             anyhow!("no Ethernet port was probed: pass a device in the EAL options (--vdev=net_tap0 for a tap, or -a PCI_ADDRESS for a NIC bound to vfio-pci)")
         })?,
     };
-    let pool = crate::net::port_pool(&eal, port_id, "weir_rx", args.mbufs)?;
+    let pool = crate::net::rx_pool(&eal, port_id, "weir_rx", args.mbufs, args.mtu)?;
     let mut port = Port::configure(
         &eal,
         port_id,
@@ -95,6 +95,7 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             rx_queues: queues,
             tx_queues: queues,
             promiscuous: args.promiscuous,
+            mtu: args.mtu,
             ..PortConfig::default()
         },
     )
@@ -105,6 +106,15 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
         tracing::warn!("{w}");
     }
     let mac = port.mac()?;
+    if let Some(w) = port.mtu_warning() {
+        tracing::warn!("{w}");
+    }
+    let mtu = match args.mtu {
+        Some(m) => m,
+        None => port
+            .mtu()
+            .with_context(|| format!("reading port {port_id}'s MTU"))?,
+    };
     let tx_csum = port.tx_csum_caps().ipv4_tcp();
     let local = LocalAddrs::new(
         mac,
@@ -131,6 +141,8 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             ooo_core_slices: (args.mbufs / 2) as usize,
             ooo_core_bytes: (args.mbufs / 2) as usize * 2048,
             seed: seed(),
+            // The advertised MSS follows the port's MTU (RFC 9293 §3.7.1).
+            mtu,
             ..TcpConfig::default()
         },
         listen: args.ports.iter().map(|p| (*p, policy)).collect(),
@@ -305,7 +317,9 @@ fn log_startup(args: &SinkArgs, eal: &Eal, port_id: u16, port: &Port, mac: [u8; 
         gro_flush_ns = args.stack.gro_flush_ns,
         gro_max_flows = args.stack.max_flows,
         gro_max_segs = gro.max_segs,
-        gro_max_bytes = gro.max_bytes,
+        gro_max_bytes = args.stack.gro_max_bytes,
+        mtu = ?args.mtu,
+        rx_scatter = off.rx_scatter(),
         ack_policy = %args.stack.policy(),
         quickack_psh_mss = ?args.stack.quickack_psh_mss,
         max_conns = args.max_conns,

@@ -107,7 +107,7 @@ mod tests;
 
 pub use stats::{FlushReason, GroStats, HoldHistogram, HOLD_BUCKETS};
 
-use crate::buf::{FreeBatch, PacketBuf, PayloadSlice, MAX_CHAIN};
+use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice, MAX_CHAIN};
 use crate::flow::{FlowKey, FlowWords};
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
@@ -132,7 +132,8 @@ pub struct GroConfig {
     /// Most segments in one run. Clamped to `1..=MAX_CHAIN` (64): one chain slot each.
     pub max_segs: u16,
     /// Most payload bytes in one run; a run ends before it would pass this. The default,
-    /// 65,535, keeps a run under Linux's `GRO_LEGACY_MAX_SIZE` (64 KiB).
+    /// [`GRO_LEGACY_MAX_BYTES`], keeps a run under Linux's `GRO_LEGACY_MAX_SIZE` (64 KiB);
+    /// up to [`GRO_MAX_BYTES`] (clamped) for longer runs.
     pub max_bytes: u32,
     /// While the receive queue is backlogged ([`Gro::set_backlogged`]), the longest a run
     /// may be held instead of `flush_ns`, when longer (Linux holds young runs for up to a
@@ -145,6 +146,17 @@ pub struct GroConfig {
     pub hold_histogram: bool,
 }
 
+/// The default `max_bytes`: a run's payload stays below Linux's `GRO_LEGACY_MAX_SIZE`
+/// (64 KiB, `include/linux/netdevice.h`), what a 16-bit IP length can describe.
+pub const GRO_LEGACY_MAX_BYTES: u32 = 65_535;
+
+/// The largest `max_bytes`: Linux's `GRO_MAX_SIZE` (8 × 65,535 bytes, BIG TCP's limit,
+/// `include/linux/netdevice.h`). A run reaches TCP as a chain of buffers, never as one IP
+/// packet, so weir has no 16-bit length to respect; a run beyond 64 KiB is also bounded
+/// by its chain's [`MAX_CHAIN`] slots (58 segments of 8,948 bytes fit in 512 KiB; 64 of
+/// 1,448 bytes are 92,672 bytes).
+pub const GRO_MAX_BYTES: u32 = 8 * 65_535;
+
 impl Default for GroConfig {
     fn default() -> Self {
         GroConfig {
@@ -152,7 +164,7 @@ impl Default for GroConfig {
             busy_hold_ns: Duration::ZERO,
             max_flows: 4096,
             max_segs: MAX_CHAIN as u16,
-            max_bytes: 65_535,
+            max_bytes: GRO_LEGACY_MAX_BYTES,
             hold_histogram: false,
         }
     }
@@ -166,7 +178,7 @@ impl GroConfig {
             busy_hold_ns: self.busy_hold_ns,
             max_flows: self.max_flows.clamp(1, MAX_RUNS),
             max_segs: self.max_segs.clamp(1, MAX_CHAIN as u16),
-            max_bytes: self.max_bytes.max(1),
+            max_bytes: self.max_bytes.clamp(1, GRO_MAX_BYTES),
             hold_histogram: self.hold_histogram,
         }
     }
@@ -536,6 +548,176 @@ impl<B: PacketBuf> Gro<B> {
         let a = Arrival::of_meta(meta, buf.data());
         self.handle(now, &a, buf, out);
         self.spent.free();
+    }
+
+    /// [`Gro::handle_segment`] for a segment whose payload lies in several buffers (a
+    /// frame of chained buffers, split into one buffer per segment by the pipeline):
+    /// `meta` as parsed, `payload` its payload slices in order (taken, left empty). The
+    /// merge rules are the same; a run then holds more slices than segments, and ends
+    /// when its chain has no room for another segment as long as this one
+    /// ([`FlushReason::Size`]).
+    #[inline(never)]
+    pub fn handle_chain(
+        &mut self,
+        now: Instant,
+        meta: &TcpMeta,
+        payload: &mut PayloadChain<B>,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) {
+        // No frame: the MAC addresses come from `meta` (the same signature).
+        let a = Arrival::of_meta(meta, &[]);
+        self.stats.segments_in += 1;
+        self.stats.held_segments += 1;
+        self.now = now;
+        let held = self.table.find(a.hash, &a.flow);
+        let n = payload.slice_count();
+        if a.flags.intersects(NEVER_MERGE) || a.ip_options || a.payload_len == 0 {
+            if let Some(s) = held {
+                self.flush_slot(s, FlushReason::Gap, out);
+            }
+            self.emit_chain(now, &a, payload, FlushReason::Passthrough, out);
+        } else if let Some(s) = held {
+            let run = self.table.run(s);
+            // A run of one keeps its slice in `first` until the second segment comes.
+            let used = self.cold[s as usize].payload.slice_count()
+                + usize::from(self.first[s as usize].is_some());
+            let room = used + n <= MAX_CHAIN;
+            match can_merge(run, self.cfg.max_bytes, a.sig.diff(run), a.candidate()) {
+                Ok(()) if room => {
+                    if self.table.run(s).segs == 1 {
+                        self.spill_first(s);
+                    }
+                    let c = &mut self.cold[s as usize].payload;
+                    for sl in payload.drain() {
+                        // Fits: checked above.
+                        let _ = c.push(sl);
+                    }
+                    let held = self.merged(s, a.payload_len, a.ip_id, a.flags, a.ts, out);
+                    if held && self.cold[s as usize].payload.slice_count() + n > MAX_CHAIN {
+                        self.flush_slot(s, FlushReason::Size, out);
+                    }
+                }
+                Ok(()) | Err(NoMerge::Full) => {
+                    self.flush_slot(s, FlushReason::Size, out);
+                    self.start_chain(now, &a, payload, out);
+                }
+                Err(NoMerge::Mismatch) => {
+                    self.flush_slot(s, FlushReason::Gap, out);
+                    self.start_chain(now, &a, payload, out);
+                }
+            }
+        } else {
+            self.start_chain(now, &a, payload, out);
+        }
+        payload.clear();
+        self.spent.free();
+    }
+
+    /// [`Gro::start_run_inline`] for a segment in several slices: the run starts in its
+    /// cold `Segment` (no `first` buffer), so later segments, chained or not, append to it.
+    fn start_chain(
+        &mut self,
+        now: Instant,
+        a: &Arrival<'_>,
+        payload: &mut PayloadChain<B>,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) {
+        let len = a.payload_len;
+        if a.flags.intersects(ENDS_RUN) {
+            self.emit_chain(now, a, payload, FlushReason::Flags, out);
+            return;
+        }
+        if self.cfg.max_segs <= 1
+            || 2 * u32::from(len) > self.cfg.max_bytes
+            || 2 * payload.slice_count() > MAX_CHAIN
+        {
+            self.emit_chain(now, a, payload, FlushReason::Size, out);
+            return;
+        }
+        let mut evicted = 0;
+        let (s, way) = loop {
+            match self.table.claim(a.hash) {
+                Ok(room) => break room,
+                Err(v) if evicted < 2 => {
+                    self.flush_slot(v, FlushReason::Eviction, out);
+                    evicted += 1;
+                }
+                Err(_) => {
+                    self.emit_chain(now, a, payload, FlushReason::Eviction, out);
+                    return;
+                }
+            }
+        };
+        let sig = &a.sig;
+        *self.table.run_mut(s) = Run {
+            flow: FlowKey::from_words(&a.flow),
+            mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
+            hdr: sig.hdr,
+            net: sig.net,
+            opts: sig.opts,
+            next_seq: a.seq.wrapping_add(u32::from(len)),
+            tsval: a.ts.map_or(0, |t| t.tsval),
+            tsecr: a.ts.map_or(0, |t| t.tsecr),
+            len: u32::from(len),
+            gso_size: len,
+            segs: 1,
+            ip_id: a.ip_id,
+            fixed_id: false,
+            flags: a.flags.0,
+            first_rx: now,
+            hash: a.hash,
+            way,
+            first_opts: FIRST_OPTS_COLD,
+            first_off: a.payload_off,
+        };
+        if let Some(arr) = &mut self.arrivals {
+            arr[s as usize * MAX_CHAIN] = now;
+        }
+        let c = &mut self.cold[s as usize];
+        c.seq = SeqNumber(a.seq);
+        c.opts = a.opts();
+        // The chain is empty (emptied when the slot's last run was emitted) and has room.
+        for sl in payload.drain() {
+            let _ = c.payload.push(sl);
+        }
+        debug_assert!(self.first[s as usize].is_none());
+    }
+
+    /// [`Gro::emit_one`] for a segment in several slices.
+    #[cold]
+    fn emit_chain(
+        &mut self,
+        now: Instant,
+        a: &Arrival<'_>,
+        payload: &mut PayloadChain<B>,
+        reason: FlushReason,
+        out: &mut impl FnMut(&mut Segment<B>),
+    ) {
+        self.stats.record(reason, 1);
+        if let Some(h) = &mut self.stats.hold_ns {
+            h.record(0);
+        }
+        let one = &mut self.one;
+        // Empty (emptied after the last unit): room for a frame's slices.
+        for sl in payload.drain() {
+            let _ = one.payload.push(sl);
+        }
+        one.flow = FlowKey::from_words(&a.flow);
+        let mac = u128::from(a.sig.mac[0]) | u128::from(a.sig.mac[1]) << 64;
+        one.peer_mac = mac_bytes((mac >> 48) as u64);
+        one.local_mac = mac_bytes(mac as u64);
+        one.seq = SeqNumber(a.seq);
+        one.ack = SeqNumber((a.sig.hdr >> 32) as u32);
+        one.flags = a.flags;
+        one.window = (a.sig.hdr >> 16) as u16;
+        one.opts = a.opts();
+        one.ts_last = a.ts;
+        one.segs = 1;
+        one.gso_size = a.payload_len;
+        one.first_rx = now;
+        out(one);
+        let Gro { one, spent, .. } = self;
+        spent.push_chain(&mut one.payload);
     }
 
     /// Takes one received frame if it has the parser's fast-path layout (untagged IPv4

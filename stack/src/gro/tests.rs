@@ -810,6 +810,160 @@ both_families!(
     stats_count_every_unit_once,
 );
 
+// ---- jumbo segments and chained frames ---------------------------------------------------
+
+/// A full segment at MTU 9000 with timestamps (9000 - 20 - 32).
+const JUMBO: u16 = 8948;
+const J: u32 = JUMBO as u32;
+
+fn jumbo(v6: bool, i: u32) -> TcpMeta {
+    seg_of(v6, 0, i * J, JUMBO)
+}
+
+/// `m`'s frame as a NIC with scattered receive leaves it: cut into `seg_len`-byte
+/// buffers, and the payload as one slice per buffer (what the pipeline's chain path
+/// hands to [`Gro::handle_chain`]).
+fn chain_of(m: &TcpMeta, seg_len: usize) -> PayloadChain<VecBuf> {
+    let frame = frame(m).into_vec();
+    let off = usize::from(m.payload_off);
+    let mut c = PayloadChain::new();
+    for (i, part) in frame.chunks(seg_len).enumerate() {
+        let start = i * seg_len;
+        let skip = off.saturating_sub(start).min(part.len());
+        if skip < part.len() {
+            let s = PayloadSlice {
+                buf: VecBuf::from_vec(part.to_vec()),
+                off: skip as u16,
+                len: (part.len() - skip) as u16,
+            };
+            assert!(c.push(s).is_ok());
+        }
+    }
+    c
+}
+
+impl H {
+    fn feed_chain(&mut self, m: TcpMeta, seg_len: usize) {
+        let mut c = chain_of(&m, seg_len);
+        let out = &mut self.out;
+        self.gro
+            .handle_chain(self.now, &m, &mut c, &mut |s| out.push(s.take()));
+        assert!(c.is_empty(), "handle_chain takes every slice");
+    }
+}
+
+fn jumbo_segments_merge_up_to_64_kib(v6: bool) {
+    // 7 x 8,948 = 62,636 bytes; an 8th would pass 65,535.
+    let mut h = H::timer(100_000);
+    for i in 0..9 {
+        h.feed(jumbo(v6, i));
+    }
+    assert_eq!(h.units(), vec![(0, 7, 7 * J)]);
+    assert_eq!(h.n(FlushReason::Size), 1);
+    h.all();
+    assert_eq!(h.units(), vec![(0, 7, 7 * J), (7 * J, 2, 2 * J)]);
+    h.check_payloads();
+}
+
+fn chained_jumbo_segments_merge_up_to_64_kib(v6: bool) {
+    // Each frame in 2,048-byte buffers (a 9,014-byte frame is 5 of them), as net_tap's
+    // scattered receive leaves it: the same runs as contiguous frames.
+    let mut h = H::timer(100_000);
+    for i in 0..9 {
+        h.feed_chain(jumbo(v6, i), 2048);
+    }
+    assert_eq!(h.units(), vec![(0, 7, 7 * J)]);
+    assert_eq!(h.out[0].payload.slice_count(), 7 * 5);
+    assert_eq!(h.out[0].gso_size, JUMBO);
+    assert_eq!(h.n(FlushReason::Size), 1);
+    h.all();
+    assert_eq!(h.units(), vec![(0, 7, 7 * J), (7 * J, 2, 2 * J)]);
+    assert_eq!(h.gro.stats().segments_in, 9);
+    h.check_payloads();
+}
+
+fn chained_and_contiguous_segments_share_a_run(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(jumbo(v6, 0));
+    h.feed_chain(jumbo(v6, 1), 4096);
+    h.feed(jumbo(v6, 2));
+    h.feed_chain(jumbo(v6, 3), 1024);
+    assert!(h.out.is_empty());
+    // A short chained segment ends the run (`out_check_final`).
+    h.feed_chain(seg_of(v6, 0, 4 * J, 5000), 2048);
+    assert_eq!(h.units(), vec![(0, 5, 4 * J + 5000)]);
+    assert_eq!(h.n(FlushReason::Flags), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+    h.check_payloads();
+}
+
+fn chained_segment_that_cannot_join_flushes_the_run_first(v6: bool) {
+    let mut h = H::timer(100_000);
+    h.feed(jumbo(v6, 0));
+    h.feed(jumbo(v6, 1));
+    // Out of order: the run goes first, the chained segment starts a run of its own.
+    h.feed_chain(jumbo(v6, 3), 2048);
+    assert_eq!(h.units(), vec![(0, 2, 2 * J)]);
+    assert_eq!(h.n(FlushReason::Gap), 1);
+    // A PSH chained segment with nothing else of its flow: emitted at once, after it.
+    let mut p = jumbo(v6, 4);
+    p.flags |= TcpFlags::PSH;
+    h.feed_chain(p, 2048);
+    assert_eq!(h.units(), vec![(0, 2, 2 * J), (3 * J, 2, 2 * J)]);
+    // A chained SYN-less never-merged segment (RST) passes through after the run.
+    h.feed_chain(jumbo(v6, 5), 2048);
+    h.feed_chain(with_flag(v6, TcpFlags::RST), 2048);
+    assert_eq!(h.out.len(), 4);
+    assert_eq!(h.n(FlushReason::Passthrough), 1);
+    assert_eq!(h.gro.held_runs(), 0);
+    h.check_payloads();
+}
+
+fn runs_beyond_64_kib_with_a_larger_max_bytes(v6: bool) {
+    // 58 x 8,948 = 518,984 bytes; a 59th would pass GRO_MAX_BYTES (524,280).
+    let mut h = H::new(GroConfig {
+        max_bytes: GRO_MAX_BYTES,
+        flush_ns: Duration::from_micros(100),
+        ..GroConfig::default()
+    });
+    for i in 0..60 {
+        h.feed(jumbo(v6, i));
+    }
+    assert_eq!(h.units(), vec![(0, 58, 58 * J)]);
+    assert_eq!(h.n(FlushReason::Size), 1);
+    h.check_payloads();
+    // Chained in 5 buffers each, a run ends when its 64 slots cannot take another
+    // segment's 5: after 12 segments (60 slots), 107,376 bytes.
+    let mut h = H::new(GroConfig {
+        max_bytes: GRO_MAX_BYTES,
+        flush_ns: Duration::from_micros(100),
+        ..GroConfig::default()
+    });
+    for i in 0..13 {
+        h.feed_chain(jumbo(v6, i), 2048);
+    }
+    assert_eq!(h.units(), vec![(0, 12, 12 * J)]);
+    assert_eq!(h.n(FlushReason::Size), 1);
+    h.check_payloads();
+    // The limit is clamped to GRO_MAX_BYTES.
+    let g: Gro<VecBuf> = Gro::new(GroConfig {
+        max_bytes: u32::MAX,
+        ..GroConfig::default()
+    });
+    assert_eq!(g.config().max_bytes, GRO_MAX_BYTES);
+}
+
+mod jumbo {
+    use super::*;
+    both_families!(
+        jumbo_segments_merge_up_to_64_kib,
+        chained_jumbo_segments_merge_up_to_64_kib,
+        chained_and_contiguous_segments_share_a_run,
+        chained_segment_that_cannot_join_flushes_the_run_first,
+        runs_beyond_64_kib_with_a_larger_max_bytes,
+    );
+}
+
 // ---- family-specific network checks ----------------------------------------------------
 
 /// IPv4 `inet_gro_flush`: the DF bit must match.

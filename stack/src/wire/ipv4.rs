@@ -79,6 +79,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// after checking version, IHL and total length (RFC 791 §3.1, RFC 1122 §3.2.1.1-2).
     #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, DropReason> {
+        let len = buffer.as_ref().len();
+        Self::new_checked_within(buffer, len)
+    }
+
+    /// [`Packet::new_checked`] for the first part of a packet whose bytes go on beyond
+    /// `buffer` (a frame of chained buffers): the header must lie in `buffer`, the total
+    /// length within `len` bytes. Accessors see `buffer` only ([`Packet::payload`] is
+    /// then empty when the packet runs past it).
+    #[inline]
+    pub fn new_checked_within(buffer: T, len: usize) -> Result<Self, DropReason> {
         let b = buffer.as_ref();
         if b.len() < HEADER_LEN {
             return Err(DropReason::TruncatedIpv4);
@@ -91,8 +101,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         if hl < HEADER_LEN {
             return Err(DropReason::Ipv4IhlTooSmall);
         }
-        let len = p.buffer.as_ref().len();
-        if hl > len {
+        if hl > p.buffer.as_ref().len() {
             return Err(DropReason::Ipv4IhlPastPacket);
         }
         let tl = usize::from(p.total_len());

@@ -86,6 +86,15 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// after checking the version and that the payload length fits (RFC 8200 §3).
     #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, DropReason> {
+        let len = buffer.as_ref().len();
+        Self::new_checked_within(buffer, len)
+    }
+
+    /// [`Packet::new_checked`] for the first part of a packet whose bytes go on beyond
+    /// `buffer` (a frame of chained buffers): the header must lie in `buffer`, the payload
+    /// within `len` bytes. Accessors see `buffer` only.
+    #[inline]
+    pub fn new_checked_within(buffer: T, len: usize) -> Result<Self, DropReason> {
         if buffer.as_ref().len() < HEADER_LEN {
             return Err(DropReason::TruncatedIpv6);
         }
@@ -93,7 +102,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         if p.version() != 6 {
             return Err(DropReason::Ipv6BadVersion);
         }
-        if HEADER_LEN + usize::from(p.payload_len()) > p.buffer.as_ref().len() {
+        if HEADER_LEN + usize::from(p.payload_len()) > len {
             return Err(DropReason::Ipv6PayloadLenMismatch);
         }
         Ok(p)

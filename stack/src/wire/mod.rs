@@ -31,8 +31,8 @@ pub mod tcp;
 pub use emit::{emit_arp_reply, emit_echo_reply, emit_neighbor_advert, TcpFrame, TxChecksum};
 pub use fast::FastTcpV4;
 pub use parse::{
-    parse, parse_into, ArpRequest, DropReason, IcmpEcho, LocalAddrs, NeighborSolicit, ParseStats,
-    Parsed,
+    parse, parse_chain_into, parse_into, ArpRequest, DropReason, FrameTail, IcmpEcho, LocalAddrs,
+    NeighborSolicit, ParseStats, Parsed,
 };
 
 use crate::flow::FlowKey;

@@ -18,7 +18,7 @@ use super::fast::FastTcpV4;
 use super::ipv4::{self, protocol};
 use super::{arp, checksum, icmp, ipv6, tcp};
 use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, MAX_OPTION_BYTES};
-use crate::buf::{ChecksumStatus, RxChecksum};
+use crate::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use crate::flow::{FlowKey, NO_VLAN};
 use crate::reason::reason_enum;
 
@@ -263,8 +263,108 @@ pub fn parse_into(frame: &[u8], csum: RxChecksum, local: &LocalAddrs, out: &mut 
     if parse_tcp_v4_fast(frame, csum, local, out) {
         return;
     }
-    if let Err(r) = parse_frame(frame, csum, local, out) {
+    if let Err(r) = parse_frame(frame, &NoTail, csum, local, out) {
         *out = Parsed::Drop(r);
+    }
+}
+
+/// The bytes of a frame beyond its first buffer: the later segments of a chain (a
+/// multi-segment mbuf), which [`parse_chain_into`] does not read except to sum them.
+pub trait FrameTail {
+    /// How many bytes follow the first buffer.
+    fn tail_len(&self) -> usize;
+    /// The one's-complement sum ([`checksum::add`], not folded) of the first `n` of those
+    /// bytes, as if they began at an even offset.
+    fn tail_sum(&self, n: usize) -> u64;
+}
+
+/// A frame in one buffer: nothing follows.
+struct NoTail;
+
+impl FrameTail for NoTail {
+    #[inline(always)]
+    fn tail_len(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn tail_sum(&self, _n: usize) -> u64 {
+        0
+    }
+}
+
+/// The buffers after a chain's first, in order (each one segment's bytes).
+impl<B: PacketBuf> FrameTail for [B] {
+    fn tail_len(&self) -> usize {
+        self.iter().map(|b| b.data().len()).sum()
+    }
+    fn tail_sum(&self, mut n: usize) -> u64 {
+        let mut sum = 0u64;
+        let mut odd = false;
+        for b in self {
+            if n == 0 {
+                break;
+            }
+            let d = b.data();
+            let d = d.get(..n.min(d.len())).unwrap_or(d);
+            n -= d.len();
+            // A segment that starts at an odd offset adds its bytes swapped (RFC 1071
+            // §2(B): the sum is byte-order independent).
+            sum += u64::from(swap_if(odd, checksum::fold(checksum::add(0, d))));
+            odd ^= d.len() % 2 == 1;
+        }
+        sum
+    }
+}
+
+#[inline(always)]
+fn swap_if(odd: bool, s: u16) -> u16 {
+    if odd {
+        s.swap_bytes()
+    } else {
+        s
+    }
+}
+
+/// [`parse_into`] for a frame of chained buffers: `head` is the first (it must hold every
+/// header, as NICs that scatter frames leave them: the first segment has the most room),
+/// `tail` the bytes after it. The IP length is checked against the whole frame, and the
+/// TCP checksum, when verified in software, covers the whole segment. Returns `false`,
+/// with `out` unchanged, when the headers do not all lie in `head` (the caller counts the
+/// frame as one it cannot carry); every other frame is parsed and written to `out` as by
+/// [`parse_into`]. Only TCP segments may run past `head`: an ICMP message that does is
+/// [`DropReason::IcmpUnsupported`] (an echo reply is built from one buffer).
+#[inline(never)]
+pub fn parse_chain_into<T: FrameTail + ?Sized>(
+    head: &[u8],
+    tail: &T,
+    csum: RxChecksum,
+    local: &LocalAddrs,
+    out: &mut Parsed,
+) -> bool {
+    if tail.tail_len() == 0 {
+        parse_into(head, csum, local, out);
+        return true;
+    }
+    match parse_frame(head, tail, csum, local, out) {
+        Ok(()) => true,
+        // With bytes after `head`, a header cut short at its end was split off by the
+        // segmentation, not by the sender.
+        Err(
+            DropReason::TruncatedEthernet
+            | DropReason::TruncatedVlan
+            | DropReason::TruncatedArp
+            | DropReason::TruncatedIpv4
+            | DropReason::Ipv4IhlPastPacket
+            | DropReason::TruncatedIpv6
+            | DropReason::TruncatedIpv6ExtHeader
+            | DropReason::Ipv6ExtChainPastPacket
+            | DropReason::TruncatedTcp
+            | DropReason::TcpDataOffsetPastPacket,
+        ) => false,
+        Err(r) => {
+            *out = Parsed::Drop(r);
+            true
+        }
     }
 }
 
@@ -280,7 +380,7 @@ pub fn parse_fast(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Option<
 /// and benchmarks that compare the two paths; [`parse`] is the entry point.
 pub fn parse_full(frame: &[u8], csum: RxChecksum, local: &LocalAddrs) -> Parsed {
     let mut p = Parsed::Drop(DropReason::TruncatedEthernet);
-    if let Err(r) = parse_frame(frame, csum, local, &mut p) {
+    if let Err(r) = parse_frame(frame, &NoTail, csum, local, &mut p) {
         p = Parsed::Drop(r);
     }
     p
@@ -314,8 +414,9 @@ pub(super) fn parse_tcp_v4_fast(
 }
 
 #[inline]
-pub(super) fn parse_frame(
+fn parse_frame<T: FrameTail + ?Sized>(
     frame: &[u8],
+    tail: &T,
     csum: RxChecksum,
     local: &LocalAddrs,
     out: &mut Parsed,
@@ -348,8 +449,8 @@ pub(super) fn parse_frame(
     }
     let l3 = frame.get(l2.l3_off..).unwrap_or(&[]);
     match et {
-        ethertype::IPV4 => parse_ipv4(l3, &l2, csum, local, out),
-        ethertype::IPV6 => parse_ipv6(l3, &l2, csum, local, out),
+        ethertype::IPV4 => parse_ipv4(l3, tail, &l2, csum, local, out),
+        ethertype::IPV6 => parse_ipv6(l3, tail, &l2, csum, local, out),
         ethertype::ARP => parse_arp(l3, &l2, local, out),
         _ => Err(DropReason::UnsupportedEthertype),
     }
@@ -388,14 +489,15 @@ fn parse_arp(
 }
 
 #[inline]
-fn parse_ipv4(
+fn parse_ipv4<T: FrameTail + ?Sized>(
     l3: &[u8],
+    tail: &T,
     l2: &L2<'_>,
     csum: RxChecksum,
     local: &LocalAddrs,
     out: &mut Parsed,
 ) -> Result<(), DropReason> {
-    let ip = ipv4::Packet::new_checked(l3)?;
+    let ip = ipv4::Packet::new_checked_within(l3, l3.len() + tail.tail_len())?;
     if !csum.ip.holds(|| ip.verify_checksum()) {
         return Err(DropReason::Ipv4BadChecksum);
     }
@@ -412,7 +514,11 @@ fn parse_ipv4(
         _ => return Err(DropReason::NotForUs),
     }
     let hl = ip.header_len();
-    let l4 = ip.payload();
+    let tl = usize::from(ip.total_len());
+    // The part of the IP payload in this buffer, and its length on the wire (longer when
+    // the packet goes on in later buffers of a chain).
+    let l4 = l3.get(hl..tl.min(l3.len())).unwrap_or(&[]);
+    let l4_len = tl - hl;
     let l4_off = l2.l3_off + hl;
     match ip.protocol() {
         protocol::TCP => {
@@ -421,7 +527,7 @@ fn parse_ipv4(
             }
             // RFC 9293 §3.1: the IPv4 pseudo-header has the TCP length, not the IP length.
             // Computed only when the checksum is verified in software.
-            let pseudo = || checksum::pseudo_v4(src, dst, protocol::TCP, l4.len() as u16);
+            let pseudo = || checksum::pseudo_v4(src, dst, protocol::TCP, l4_len as u16);
             let fill = |m: &mut TcpMeta| {
                 m.flow.src = v4_mapped(src);
                 m.flow.dst = v4_mapped(dst);
@@ -432,9 +538,12 @@ fn parse_ipv4(
                 m.net.ip_id = ip.ident();
                 m.net.ip_options = hl > ipv4::HEADER_LEN;
             };
-            parse_tcp(l4, l4_off, l2, fill, pseudo, csum.l4, out)
+            parse_tcp(l4, l4_len, tail, l4_off, l2, fill, pseudo, csum.l4, out)
         }
         protocol::ICMP => {
+            if l4.len() < l4_len {
+                return Err(DropReason::IcmpUnsupported);
+            }
             let p = icmp::Packet::new_checked(l4)?;
             // RFC 792: the checksum covers the ICMP message only.
             if !p.verify_checksum(0) {
@@ -478,14 +587,15 @@ fn echo(
 }
 
 #[inline]
-fn parse_ipv6(
+fn parse_ipv6<T: FrameTail + ?Sized>(
     l3: &[u8],
+    tail: &T,
     l2: &L2<'_>,
     csum: RxChecksum,
     local: &LocalAddrs,
     out: &mut Parsed,
 ) -> Result<(), DropReason> {
-    let ip = ipv6::Packet::new_checked(l3)?;
+    let ip = ipv6::Packet::new_checked_within(l3, l3.len() + tail.tail_len())?;
     let src = ip.src_addr();
     if ipv6::is_multicast(&src) {
         return Err(DropReason::MulticastSourceIp);
@@ -498,9 +608,14 @@ fn parse_ipv6(
     if !for_us && !nd_group {
         return Err(DropReason::NotForUs);
     }
-    let payload = ip.payload();
+    // As for IPv4: the part in this buffer, and the length on the wire.
+    let pl_end = ipv6::HEADER_LEN + usize::from(ip.payload_len());
+    let payload = l3
+        .get(ipv6::HEADER_LEN..pl_end.min(l3.len()))
+        .unwrap_or(&[]);
     let walk = ipv6::walk_ext_headers(payload, ip.next_header())?;
     let l4 = payload.get(walk.offset..).unwrap_or(&[]);
+    let l4_len = usize::from(ip.payload_len()) - walk.offset;
     let l4_off = l2.l3_off + ipv6::HEADER_LEN + walk.offset;
     match walk.protocol {
         protocol::TCP if for_us => {
@@ -508,7 +623,7 @@ fn parse_ipv6(
                 return Err(DropReason::NotOurMac);
             }
             // RFC 8200 §8.1: the upper-layer length excludes extension headers.
-            let pseudo = || checksum::pseudo_v6(src, dst, protocol::TCP, l4.len() as u32);
+            let pseudo = || checksum::pseudo_v6(src, dst, protocol::TCP, l4_len as u32);
             let fill = |m: &mut TcpMeta| {
                 m.flow.src = src;
                 m.flow.dst = dst;
@@ -519,9 +634,12 @@ fn parse_ipv6(
                 m.net.flow_label = ip.flow_label();
                 m.net.ip_options = walk.count > 0;
             };
-            parse_tcp(l4, l4_off, l2, fill, pseudo, csum.l4, out)
+            parse_tcp(l4, l4_len, tail, l4_off, l2, fill, pseudo, csum.l4, out)
         }
         protocol::ICMPV6 => {
+            if l4.len() < l4_len {
+                return Err(DropReason::IcmpUnsupported);
+            }
             let p = icmp::Packet::new_checked(l4)?;
             // RFC 4443 §2.3: the checksum covers the pseudo-header.
             let pseudo = checksum::pseudo_v6(src, dst, protocol::ICMPV6, l4.len() as u32);
@@ -579,9 +697,14 @@ fn neighbor_solicit(
     }))
 }
 
+/// `seg` is the part of the TCP segment in the first buffer, `seg_len` its length on the
+/// wire; the rest, if any, is the first `seg_len - seg.len()` bytes of `tail`.
+#[allow(clippy::too_many_arguments)]
 #[inline]
-fn parse_tcp(
+fn parse_tcp<T: FrameTail + ?Sized>(
     seg: &[u8],
+    seg_len: usize,
+    tail: &T,
     seg_off: usize,
     l2: &L2<'_>,
     fill: impl FnOnce(&mut TcpMeta),
@@ -590,7 +713,19 @@ fn parse_tcp(
     out: &mut Parsed,
 ) -> Result<(), DropReason> {
     let t = tcp::Packet::new_checked(seg)?;
-    if !l4csum.holds(|| t.verify_checksum(pseudo())) {
+    let verify = || {
+        if seg.len() == seg_len {
+            return t.verify_checksum(pseudo());
+        }
+        // RFC 1071 §2: the sum of the whole is the sum of its parts, the tail's bytes
+        // swapped when they start at an odd offset of the segment.
+        let rest = swap_if(
+            seg.len() % 2 == 1,
+            checksum::fold(tail.tail_sum(seg_len - seg.len())),
+        );
+        checksum::fold(checksum::add(pseudo(), seg) + u64::from(rest)) == 0xffff
+    };
+    if !l4csum.holds(verify) {
         return Err(DropReason::TcpBadChecksum);
     }
     let flags = t.flags();
@@ -612,7 +747,7 @@ fn parse_tcp(
     // payload length are 16-bit), and the payload offset is at most 18 (Ethernet + tag)
     // + 60 (IPv4) or 40 + 8 × 2048 (IPv6 with the longest walkable chain) + 60 (TCP).
     let payload_off = (seg_off + hl) as u16;
-    let payload_len = (seg.len() - hl) as u16;
+    let payload_len = (seg_len - hl) as u16;
     // The result is built in place: aggregates (addresses, options) assembled in locals
     // and then moved cost a store-forwarding stall each (measured: over half the parse
     // time of a timestamped data segment), so they are written straight into `out`.
