@@ -64,6 +64,7 @@ for run in jumbo jumbo_big; do
   check "$run: frames average over 8000 bytes" gt "$avg" 8000
   check "$run: no chained frame dropped (pipeline.nonlinear)" eq "$(j "$run" '.drops_by_reason["pipeline.nonlinear"] // 0')" 0
   check "$run: every mbuf returned (mbufs_in_use_at_exit)" eq "$(j "$run" .mbufs_in_use_at_exit)" 0
+  no_refusal "$run"
   check "$run: no connection left open" eq "$(j "$run" .connections_open)" 0
 done
 # An MTU out of range: refused with one line naming the range.
