@@ -15,8 +15,10 @@
 //! - `parse`: `wire::parse_into` of every frame (with the software checksum check);
 //! - `gro`: `Gro::handle_segment` of every parsed segment, then `end_of_burst` (each
 //!   request carries PSH, so every run ends at once);
-//! - `tcp_rx`: `Tcp::handle_segment` of every coalesced segment: the request's data, and
-//!   the ACK it carries for the previous answer (the send side's ACK processing);
+//! - `tcp_rx`: `Tcp::handle_segment` of every unit GRO hands on, called by reference from
+//!   GRO's callback as in the pipeline, timed inside it and taken out of GRO's time: the
+//!   request's data, and the ACK it carries for the previous answer (the send side's ACK
+//!   processing);
 //! - `app`: the echo application's share: the events drained and each request copied out
 //!   with `recv` (which frees its buffer);
 //! - `tcp_send`: `Tcp::send` of each answer (copied into a pool buffer of the send queue);
@@ -25,7 +27,9 @@
 //! - `timers`: `Tcp::handle_timeout` and `Gro::flush_expired` once per round, and the
 //!   deadline query the loop makes (`Tcp::poll_timeout`, `Gro::next_deadline`).
 //!
-//! `total` adds them. Every measurement is repeated 5 times and the median is reported;
+//! `total` adds them. Each connection count runs with GRO on and with GRO off (the `gro`
+//! stage then fills one segment per frame for TCP, as the pipeline does without GRO), so
+//! GRO's cost on traffic it cannot merge is the difference in that stage. Every measurement is repeated 5 times and the median is reported;
 //! every answer must arrive, or the benchmark fails.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -62,6 +66,7 @@ const ROUND_GAP: Duration = Duration::from_micros(5);
 #[derive(Debug, Clone, Copy, Default)]
 struct Row {
     conns: usize,
+    gro_on: bool,
     parse: f64,
     gro: f64,
     tcp_rx: f64,
@@ -94,7 +99,9 @@ fn tcp_config(conns: usize, seed: u64) -> TcpConfig {
 /// The server, from the stack's parts so each stage can be timed alone.
 struct Server {
     local: LocalAddrs,
-    gro: Gro<VecBuf>,
+    /// `None`: GRO off, each segment filled for TCP in `one` as the pipeline does then.
+    gro: Option<Gro<VecBuf>>,
+    one: Segment<VecBuf>,
     tcp: Tcp<VecBuf>,
     pool: VecPool,
 }
@@ -128,7 +135,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Rig {
-    fn new(conns: usize) -> anyhow::Result<Self> {
+    fn new(conns: usize, gro_on: bool) -> anyhow::Result<Self> {
         let cli = Pipeline::new(PipelineConfig {
             local: LocalAddrs::new(CLI_MAC, Some(CLI_IP), None),
             gro: Some(GroConfig::default()),
@@ -145,7 +152,8 @@ impl Rig {
             cpool: VecPool::new(1 << 16, 2048),
             srv: Server {
                 local: LocalAddrs::new(SRV_MAC, Some(SRV_IP), None),
-                gro: Gro::new(GroConfig::default()),
+                gro: gro_on.then(|| Gro::new(GroConfig::default())),
+                one: Segment::empty(),
                 tcp,
                 pool: VecPool::new(1 << 16, 2048),
             },
@@ -200,22 +208,36 @@ impl Rig {
         }
         row.parse += (t0.elapsed().as_nanos() as f64 - overhead).max(0.0);
 
-        let mut segs: Vec<Segment<VecBuf>> = Vec::with_capacity(frames.len());
+        // GRO hands each unit to TCP by reference, as the pipeline does (moving units out
+        // to time TCP apart would add a copy GRO never makes): TCP's time is measured
+        // inside GRO's callback and taken out of GRO's.
+        let tcp = &mut s.tcp;
+        let mut inner = 0.0f64;
+        let mut deliver = |x: &mut Segment<VecBuf>| {
+            let t1 = StdInstant::now();
+            tcp.handle_segment(now, x);
+            inner += t1.elapsed().as_nanos() as f64;
+        };
         let t0 = StdInstant::now();
-        let mut push = |x: &mut Segment<VecBuf>| segs.push(x.take());
         for (b, p) in frames.into_iter().zip(parsed.iter()) {
             if let Parsed::Tcp(m) = p {
-                s.gro.handle_segment(now, m, b, &mut push);
+                match &mut s.gro {
+                    Some(g) => g.handle_segment(now, m, b, &mut deliver),
+                    None => {
+                        s.one.fill_from_meta(m, b, now);
+                        deliver(&mut s.one);
+                        s.one.payload.clear();
+                    }
+                }
             }
         }
-        s.gro.end_of_burst(now, &mut push);
-        row.gro += (t0.elapsed().as_nanos() as f64 - overhead).max(0.0);
-
-        let t0 = StdInstant::now();
-        for mut x in segs.drain(..) {
-            s.tcp.handle_segment(now, &mut x);
+        if let Some(g) = &mut s.gro {
+            g.end_of_burst(now, &mut deliver);
         }
-        row.tcp_rx += (t0.elapsed().as_nanos() as f64 - overhead).max(0.0);
+        let outer = t0.elapsed().as_nanos() as f64;
+        let units = parsed.len() as f64;
+        row.tcp_rx += (inner - units * overhead).max(0.0);
+        row.gro += (outer - inner - overhead).max(0.0);
 
         // The echo application: read each request, then answer it.
         let mut readable: Vec<ConnId> = Vec::with_capacity(self.ids.len());
@@ -263,10 +285,13 @@ impl Rig {
 
         let t0 = StdInstant::now();
         s.tcp.handle_timeout(now);
-        s.gro.flush_expired(now, &mut |x: &mut Segment<VecBuf>| {
-            s.tcp.handle_segment(now, x)
-        });
-        std::hint::black_box((s.tcp.poll_timeout(), s.gro.next_deadline()));
+        if let Some(g) = &mut s.gro {
+            g.flush_expired(now, &mut |x: &mut Segment<VecBuf>| {
+                s.tcp.handle_segment(now, x)
+            });
+        }
+        let gro_deadline = s.gro.as_ref().and_then(Gro::next_deadline);
+        std::hint::black_box((s.tcp.poll_timeout(), gro_deadline));
         row.timers += (t0.elapsed().as_nanos() as f64 - overhead).max(0.0);
 
         let mut back: Burst<VecBuf> = answers.into_iter().collect();
@@ -301,6 +326,7 @@ impl Rig {
         let conns = self.ids.len();
         let mut row = Row {
             conns,
+            gro_on: self.srv.gro.is_some(),
             ..Row::default()
         };
         let req = [0x5au8; MSG];
@@ -340,8 +366,8 @@ impl Rig {
     }
 }
 
-fn measure(conns: usize, overhead: f64) -> anyhow::Result<Row> {
-    let mut rig = Rig::new(conns)?;
+fn measure(conns: usize, gro_on: bool, overhead: f64) -> anyhow::Result<Row> {
+    let mut rig = Rig::new(conns, gro_on)?;
     let rounds = (TRANSACTIONS / conns).max(1);
     // Warm the pools, tables and caches.
     rig.measure(rounds / 10 + 1, overhead)?;
@@ -352,6 +378,7 @@ fn measure(conns: usize, overhead: f64) -> anyhow::Result<Row> {
     let m = |f: fn(&Row) -> f64| median(reps.iter().map(f).collect());
     Ok(Row {
         conns,
+        gro_on,
         parse: m(|r| r.parse),
         gro: m(|r| r.gro),
         tcp_rx: m(|r| r.tcp_rx),
@@ -370,13 +397,16 @@ fn r1(x: f64) -> f64 {
 /// per row: `conns`, `parse_ns`, `gro_ns`, `tcp_rx_ns`, `app_ns`, `tcp_send_ns`,
 /// `frame_build_ns`, `timers_ns`, `total_ns`, each per transaction).
 pub fn run(conns: &[usize], json: bool) -> anyhow::Result<()> {
+    // Each connection count with GRO on, then off: GRO's cost for traffic it cannot merge
+    // is the `gro` stage's difference.
     if conns.iter().any(|&c| c == 0 || c > 4096) {
         bail!("--conns takes 1 to 4096 connections");
     }
     let overhead = clock_overhead_ns();
     let mut rows = Vec::new();
     for &c in conns {
-        rows.push(measure(c, overhead)?);
+        rows.push(measure(c, true, overhead)?);
+        rows.push(measure(c, false, overhead)?);
     }
     if json {
         for r in &rows {
@@ -384,6 +414,7 @@ pub fn run(conns: &[usize], json: bool) -> anyhow::Result<()> {
                 "{}",
                 json!({
                     "conns": r.conns,
+                    "gro_on": r.gro_on,
                     "message_bytes": MSG,
                     "parse_ns": r1(r.parse),
                     "gro_ns": r1(r.gro),
@@ -402,13 +433,23 @@ pub fn run(conns: &[usize], json: bool) -> anyhow::Result<()> {
         "ns per {MSG}-byte transaction on the answering side, by stage (median of {REPEATS}; clock cost {overhead:.0} ns subtracted per region)"
     );
     println!(
-        "{:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>11} {:>7} {:>7}",
-        "conns", "parse", "gro", "tcp_rx", "app", "tcp_send", "frame_build", "timers", "total"
+        "{:>6} {:>4} {:>7} {:>7} {:>7} {:>7} {:>9} {:>11} {:>7} {:>7}",
+        "conns",
+        "gro",
+        "parse",
+        "gro",
+        "tcp_rx",
+        "app",
+        "tcp_send",
+        "frame_build",
+        "timers",
+        "total"
     );
     for r in &rows {
         println!(
-            "{:>6} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>9.1} {:>11.1} {:>7.1} {:>7.1}",
+            "{:>6} {:>4} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>9.1} {:>11.1} {:>7.1} {:>7.1}",
             r.conns,
+            if r.gro_on { "on" } else { "off" },
             r.parse,
             r.gro,
             r.tcp_rx,
@@ -429,7 +470,7 @@ mod tests {
     /// Every answer arrives through the split server, and every stage did some work.
     #[test]
     fn every_answer_arrives_and_every_stage_is_timed() {
-        let mut rig = Rig::new(4).expect("rig");
+        let mut rig = Rig::new(4, true).expect("rig");
         let row = rig.measure(50, 0.0).expect("measure");
         assert_eq!(row.conns, 4);
         for (name, v) in [

@@ -545,6 +545,31 @@ impl<B: PacketBuf> Gro<B> {
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
     ) {
+        if meta.payload_len > 0
+            && meta.flags.intersects(ENDS_RUN)
+            && !meta.flags.intersects(NEVER_MERGE)
+            && !meta.net.ip_options
+            && self.table.oldest().is_none()
+        {
+            // Nothing is held for any flow, and a PSH or FIN segment never starts a run
+            // (`out_check_final`): it leaves as a unit of one, as it would through the
+            // table, but without the flow hash, header signature and lookup. This is the
+            // request/response case: every message ends in PSH, nothing can merge, and
+            // GRO would otherwise cost a lookup per message for nothing.
+            self.stats.segments_in += 1;
+            self.stats.held_segments += 1;
+            self.now = now;
+            self.stats.record(FlushReason::Flags, 1);
+            if let Some(h) = &mut self.stats.hold_ns {
+                h.record(0); // never held
+            }
+            self.one.fill_from_meta(meta, buf, now);
+            out(&mut self.one);
+            let Gro { one, spent, .. } = self;
+            spent.push_chain(&mut one.payload);
+            spent.free();
+            return;
+        }
         let a = Arrival::of_meta(meta, buf.data());
         self.handle(now, &a, buf, out);
         self.spent.free();
@@ -844,7 +869,13 @@ impl<B: PacketBuf> Gro<B> {
         self.stats.held_segments += 1;
         self.now = now;
         let prev = self.table.last();
-        let held = self.table.find(a.hash, &a.flow);
+        // An empty table holds no run to find (every idle flow's first segment, and every
+        // segment of a workload whose messages end in PSH).
+        let held = if self.table.oldest().is_none() {
+            None
+        } else {
+            self.table.find(a.hash, &a.flow)
+        };
 
         if a.flags.intersects(NEVER_MERGE) || a.ip_options || a.payload_len == 0 {
             // Never merged; whatever the flow holds goes first so order is kept.

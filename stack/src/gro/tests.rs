@@ -1143,3 +1143,43 @@ fn hold_histogram_records_each_segments_hold_time() {
     // Off by default.
     assert!(H::timer(1_000).gro.stats().hold_ns.is_none());
 }
+
+/// A PSH segment while nothing is held (the bypass of the table in `handle_segment`)
+/// leaves exactly as it does through the table while another flow's run is held: the same
+/// unit, fields, payload and counters. Request/response traffic takes this path for every
+/// message.
+#[test]
+fn psh_segment_with_nothing_held_leaves_as_through_the_table() {
+    for v6 in [false, true] {
+        let mut m = seg_of(v6, 0, 0, 64);
+        m.flags |= TcpFlags::PSH;
+        let mut empty = H::timer(20_000);
+        empty.feed(m);
+        let mut busy = H::timer(20_000);
+        busy.feed(seg_of(v6, 9, 0, MSS)); // another flow's run, held
+        busy.feed(m);
+        assert_eq!(empty.out.len(), 1);
+        assert_eq!(busy.out.len(), 1, "the other flow's run stays held");
+        let (a, b) = (&empty.out[0], &busy.out[0]);
+        assert_eq!(a.flow, b.flow);
+        assert_eq!(
+            (a.seq, a.ack, a.flags, a.window),
+            (b.seq, b.ack, b.flags, b.window)
+        );
+        assert_eq!(
+            (a.segs, a.gso_size, a.first_rx),
+            (b.segs, b.gso_size, b.first_rx)
+        );
+        assert_eq!((a.peer_mac, a.local_mac), (b.peer_mac, b.local_mac));
+        assert_eq!(a.opts.timestamp, b.opts.timestamp);
+        assert_eq!(a.ts_last, b.ts_last);
+        assert_eq!(a.payload.to_vec(), b.payload.to_vec());
+        assert_eq!(empty.n(FlushReason::Flags), 1);
+        assert_eq!(busy.n(FlushReason::Flags), 1);
+        let (s, t) = (empty.gro.stats(), busy.gro.stats());
+        assert_eq!((s.segments_in, s.segments_out, s.units_out), (1, 1, 1));
+        assert_eq!((t.segments_in - 1, t.segments_out, t.units_out), (1, 1, 1));
+        assert_eq!(s.held_segments, 0);
+        assert_eq!(empty.gro.held_runs(), 0);
+    }
+}
