@@ -514,3 +514,56 @@ fn rss_queue_request_that_cannot_be_met_is_refused() {
     assert_eq!(h.tcp.flow(id).expect("flow").dport, on1);
     assert_eq!(h.tcp.stats().active_opens, 1);
 }
+
+/// The peer's answer to `syn` as it arrives on the wire: the addresses and ports swapped
+/// (the Toeplitz hash reads nothing else of a TCP frame).
+fn reply_frame(syn: &[u8]) -> Vec<u8> {
+    let mut r = syn.to_vec();
+    let (ip, alen) = match u16::from_be_bytes([syn[12], syn[13]]) {
+        0x0800 => (14 + 12, 4),
+        _ => (14 + 8, 16),
+    };
+    r[0..6].copy_from_slice(&syn[6..12]);
+    r[6..12].copy_from_slice(&syn[0..6]);
+    r[ip..ip + alen].copy_from_slice(&syn[ip + alen..ip + 2 * alen]);
+    r[ip + alen..ip + 2 * alen].copy_from_slice(&syn[ip..ip + alen]);
+    let tcp = ip + 2 * alen;
+    r[tcp..tcp + 2].copy_from_slice(&syn[tcp + 2..tcp + 4]);
+    r[tcp + 2..tcp + 4].copy_from_slice(&syn[tcp..tcp + 2]);
+    r
+}
+
+/// With 2 receive queues, as weir runs on two cores: an active open asking for queue q
+/// gets answers that the NIC's RSS (`Rss::queue_of_frame` over the answer frame, as the
+/// ring pair's software RSS delivers them) puts on queue q, for IPv4 and IPv6.
+#[test]
+fn rss_answers_to_an_active_open_arrive_on_its_queue_with_2_queues() {
+    let c = TcpConfig {
+        rss: Some(Rss::with_queues(2).expect("rss")),
+        ..rss_cfg(32768..=60999)
+    };
+    let rss = c.rss.clone().expect("rss");
+    for (local, remote) in [
+        (IpAddr::from(OUR_IP4), remote()),
+        (
+            IpAddr::from(OUR_IP6),
+            SocketAddr::new(PEER_IP6.into(), PEER_PORT),
+        ),
+    ] {
+        let mut h = Fixture::with_cfg(c.clone(), AckPolicy::linux());
+        let mut asked = Vec::new();
+        for k in 0..32u16 {
+            let mut o = opts();
+            o.rx_queue = Some(k % 2);
+            h.tcp.connect(h.now, local, remote, o).expect("connect");
+            asked.push(k % 2);
+        }
+        let mut out = stack::driver::Burst::new();
+        assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 32);
+        let landed: Vec<u16> = out
+            .into_iter()
+            .map(|b| rss.queue_of_frame(&reply_frame(&b.into_vec())))
+            .collect();
+        assert_eq!(landed, asked, "{local}: each answer on the opening queue");
+    }
+}
