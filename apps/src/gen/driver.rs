@@ -273,6 +273,50 @@ impl Engine for Gen<Mbuf> {
     }
 }
 
+/// One turn of the loop's I/O: every receive queue into the engine, its timers, what it
+/// builds out, each frame to its queue's `tx_burst` (with RSS, the queue the receiver's
+/// NIC would pick). Frames a queue refused stay in `out` or `pending` for the next turn.
+/// Returns the frames received and built.
+#[inline(always)]
+fn exchange<E: Engine>(
+    engine: &mut E,
+    io: &mut GenIo,
+    now: Instant,
+    rx: &mut Burst<Mbuf>,
+    out: &mut Burst<Mbuf>,
+    pending: &mut [Burst<Mbuf>],
+) -> (usize, usize) {
+    let mut n = 0;
+    for q in io.rx.iter_mut() {
+        n += q.rx_burst(rx);
+        engine.rx(now, rx);
+    }
+    engine.poll(now, &mut io.pool);
+    let before = out.len();
+    let m = engine.tx(now, &mut io.pool, out);
+    if io.nic_rx_checksum {
+        for b in out[before..].iter_mut() {
+            b.set_received(GOOD);
+        }
+    }
+    match &io.rss {
+        None => {
+            if let (false, Some(tx)) = (out.is_empty(), io.tx.first_mut()) {
+                tx.tx_burst(out);
+            }
+        }
+        Some(rss) => {
+            spread(rss, out, pending);
+            for (p, tx) in pending.iter_mut().zip(io.tx.iter_mut()) {
+                if !p.is_empty() {
+                    tx.tx_burst(p);
+                }
+            }
+        }
+    }
+    (n, m)
+}
+
 /// Runs `engine` on `io` until every flow has finished, or the limits in `opts` end it.
 /// For [`Gen`], `io.pool` must have been made [`GenPool::with_pattern`]: the flows' write
 /// buffers come from it.
@@ -297,34 +341,7 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         let t0 = Clock::cycles();
         busy_cycles += span.close(t0);
         now = io.clock.instant_at(t0);
-        let mut n = 0;
-        for q in io.rx.iter_mut() {
-            n += q.rx_burst(&mut rx);
-            engine.rx(now, &mut rx);
-        }
-        engine.poll(now, &mut io.pool);
-        let before = out.len();
-        let m = engine.tx(now, &mut io.pool, &mut out);
-        if io.nic_rx_checksum {
-            for b in out[before..].iter_mut() {
-                b.set_received(GOOD);
-            }
-        }
-        match &io.rss {
-            None => {
-                if let (false, Some(tx)) = (out.is_empty(), io.tx.first_mut()) {
-                    tx.tx_burst(&mut out);
-                }
-            }
-            Some(rss) => {
-                spread(rss, &mut out, &mut pending);
-                for (p, tx) in pending.iter_mut().zip(io.tx.iter_mut()) {
-                    if !p.is_empty() {
-                        tx.tx_burst(p);
-                    }
-                }
-            }
-        }
+        let (n, m) = exchange(engine, io, now, &mut rx, &mut out, &mut pending);
         if n > 0 || m > 0 {
             span.busy(t0);
         }
@@ -358,33 +375,7 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         let linger_end = io.clock.now() + opts.linger;
         while io.clock.now() < linger_end {
             let now = io.clock.now();
-            for q in io.rx.iter_mut() {
-                q.rx_burst(&mut rx);
-                engine.rx(now, &mut rx);
-            }
-            engine.poll(now, &mut io.pool);
-            let before = out.len();
-            engine.tx(now, &mut io.pool, &mut out);
-            if io.nic_rx_checksum {
-                for b in out[before..].iter_mut() {
-                    b.set_received(GOOD);
-                }
-            }
-            match &io.rss {
-                None => {
-                    if let (false, Some(tx)) = (out.is_empty(), io.tx.first_mut()) {
-                        tx.tx_burst(&mut out);
-                    }
-                }
-                Some(rss) => {
-                    spread(rss, &mut out, &mut pending);
-                    for (p, tx) in pending.iter_mut().zip(io.tx.iter_mut()) {
-                        if !p.is_empty() {
-                            tx.tx_burst(p);
-                        }
-                    }
-                }
-            }
+            exchange(engine, io, now, &mut rx, &mut out, &mut pending);
         }
     }
     let unsent = (out.len() + pending.iter().map(|p| p.len()).sum::<usize>()) as u64;

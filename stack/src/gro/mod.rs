@@ -559,15 +559,9 @@ impl<B: PacketBuf> Gro<B> {
             self.stats.segments_in += 1;
             self.stats.held_segments += 1;
             self.now = now;
-            self.stats.record(FlushReason::Flags, 1);
-            if let Some(h) = &mut self.stats.hold_ns {
-                h.record(0); // never held
-            }
             self.one.fill_from_meta(meta, buf, now);
-            out(&mut self.one);
-            let Gro { one, spent, .. } = self;
-            spent.push_chain(&mut one.payload);
-            spent.free();
+            self.emit_filled(FlushReason::Flags, out);
+            self.spent.free();
             return;
         }
         let a = Arrival::of_meta(meta, buf.data());
@@ -1188,10 +1182,6 @@ impl<B: PacketBuf> Gro<B> {
         reason: FlushReason,
         out: &mut impl FnMut(&mut Segment<B>),
     ) {
-        self.stats.record(reason, 1);
-        if let Some(h) = &mut self.stats.hold_ns {
-            h.record(0); // never held
-        }
         let one = &mut self.one;
         // Empty (emptied after the last unit), so there is room for one slice.
         if a.payload_len > 0 {
@@ -1217,7 +1207,18 @@ impl<B: PacketBuf> Gro<B> {
         one.segs = 1;
         one.gso_size = a.payload_len;
         one.first_rx = now;
-        out(one);
+        self.emit_filled(reason, out);
+    }
+
+    /// Hands `self.one`, filled with one segment that was never held, on as a unit of one
+    /// (counted under `reason`), then gathers what its consumer left of the payload.
+    #[inline(always)]
+    fn emit_filled(&mut self, reason: FlushReason, out: &mut impl FnMut(&mut Segment<B>)) {
+        self.stats.record(reason, 1);
+        if let Some(h) = &mut self.stats.hold_ns {
+            h.record(0); // never held
+        }
+        out(&mut self.one);
         let Gro { one, spent, .. } = self;
         spent.push_chain(&mut one.payload);
     }
