@@ -86,6 +86,12 @@ impl<B: crate::buf::PacketBuf> Segment<B> {
                 len: meta.payload_len,
             });
         }
+        self.set_header(meta, now);
+    }
+
+    /// The header fields of one wire segment `meta` received at `now` (both fills).
+    #[inline(always)]
+    fn set_header(&mut self, meta: &TcpMeta, now: Instant) {
         self.flow = meta.flow;
         self.peer_mac = meta.src_mac;
         self.local_mac = meta.dst_mac;
@@ -108,18 +114,7 @@ impl<B: crate::buf::PacketBuf> Segment<B> {
             // Both chains have the same capacity.
             let _ = self.payload.push(s);
         }
-        self.flow = meta.flow;
-        self.peer_mac = meta.src_mac;
-        self.local_mac = meta.dst_mac;
-        self.seq = meta.seq;
-        self.ack = meta.ack;
-        self.flags = meta.flags;
-        self.window = meta.window;
-        self.opts = meta.opts;
-        self.ts_last = meta.opts.timestamp;
-        self.segs = 1;
-        self.gso_size = meta.payload_len;
-        self.first_rx = now;
+        self.set_header(meta, now);
     }
 
     /// Moves this segment out (its payload slices and a copy of its header fields),

@@ -428,6 +428,35 @@ impl<'a> Arrival<'a> {
         }
     }
 
+    /// The run this segment starts alone in way `way` of its bucket at `now`, its first
+    /// segment's options kept as `first_opts` says.
+    #[inline(always)]
+    fn run(&self, now: Instant, way: u8, first_opts: u8) -> Run {
+        let len = self.payload_len;
+        let sig = &self.sig;
+        Run {
+            flow: FlowKey::from_words(&self.flow),
+            mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
+            hdr: sig.hdr,
+            net: sig.net,
+            opts: sig.opts,
+            next_seq: self.seq.wrapping_add(u32::from(len)),
+            tsval: self.ts.map_or(0, |t| t.tsval),
+            tsecr: self.ts.map_or(0, |t| t.tsecr),
+            len: u32::from(len),
+            gso_size: len,
+            segs: 1,
+            ip_id: self.ip_id,
+            fixed_id: false,
+            flags: self.flags.0,
+            first_rx: now,
+            hash: self.hash,
+            way,
+            first_opts,
+            first_off: self.payload_off,
+        }
+    }
+
     /// The fields [`can_merge`] reads besides the signature.
     #[inline(always)]
     fn candidate(&self) -> Candidate {
@@ -667,28 +696,7 @@ impl<B: PacketBuf> Gro<B> {
                 }
             }
         };
-        let sig = &a.sig;
-        *self.table.run_mut(s) = Run {
-            flow: FlowKey::from_words(&a.flow),
-            mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
-            hdr: sig.hdr,
-            net: sig.net,
-            opts: sig.opts,
-            next_seq: a.seq.wrapping_add(u32::from(len)),
-            tsval: a.ts.map_or(0, |t| t.tsval),
-            tsecr: a.ts.map_or(0, |t| t.tsecr),
-            len: u32::from(len),
-            gso_size: len,
-            segs: 1,
-            ip_id: a.ip_id,
-            fixed_id: false,
-            flags: a.flags.0,
-            first_rx: now,
-            hash: a.hash,
-            way,
-            first_opts: FIRST_OPTS_COLD,
-            first_off: a.payload_off,
-        };
+        *self.table.run_mut(s) = a.run(now, way, FIRST_OPTS_COLD);
         if let Some(arr) = &mut self.arrivals {
             arr[s as usize * MAX_CHAIN] = now;
         }
@@ -1109,33 +1117,12 @@ impl<B: PacketBuf> Gro<B> {
                 }
             }
         };
-        let sig = &a.sig;
         let first_opts = match (a.opts, a.ts) {
             (Some(_), _) => FIRST_OPTS_COLD,
             (None, None) => FIRST_OPTS_NONE,
             (None, Some(_)) => FIRST_OPTS_TS,
         };
-        *self.table.run_mut(s) = Run {
-            flow: FlowKey::from_words(&a.flow),
-            mac: u128::from(sig.mac[0]) | u128::from(sig.mac[1]) << 64,
-            hdr: sig.hdr,
-            net: sig.net,
-            opts: sig.opts,
-            next_seq: a.seq.wrapping_add(u32::from(len)),
-            tsval: a.ts.map_or(0, |t| t.tsval),
-            tsecr: a.ts.map_or(0, |t| t.tsecr),
-            len: u32::from(len),
-            gso_size: len,
-            segs: 1,
-            ip_id: a.ip_id,
-            fixed_id: false,
-            flags: a.flags.0,
-            first_rx: now,
-            hash,
-            way,
-            first_opts,
-            first_off: a.payload_off,
-        };
+        *self.table.run_mut(s) = a.run(now, way, first_opts);
         if let Some(arr) = &mut self.arrivals {
             arr[s as usize * MAX_CHAIN] = now;
         }
