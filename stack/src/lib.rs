@@ -118,6 +118,7 @@ mod reason;
 pub mod rss;
 pub mod segment;
 pub mod seq;
+pub mod spare;
 pub mod stats;
 pub mod tcp;
 pub mod time;

@@ -3,6 +3,8 @@
 
 use std::collections::VecDeque;
 
+use crate::spare::Spare;
+
 use super::AckReason;
 use crate::seq::SeqNumber;
 use crate::wire::{SackBlock, MAX_SACK_BLOCKS};
@@ -61,23 +63,28 @@ pub enum AckPush {
     Merged,
 }
 
-/// A connection's ACKs decided and not yet built, oldest first. Bounded: its capacity is
-/// fixed when the connection is set up and it never grows (no allocation per packet).
+/// A connection's ACKs decided and not yet built, oldest first. Bounded: at most `cap`
+/// snapshots. Its storage is lent by the core's [`Spare`] store while it holds
+/// something, so an idle connection holds none, and the queue takes no allocation of its
+/// own per packet.
 #[derive(Clone, Debug)]
 pub struct AckQueue {
     q: VecDeque<AckSnapshot>,
     cap: usize,
+    /// The size class of the storage given back last time (see [`Spare::reserve`]).
+    hint: u8,
 }
 
 impl AckQueue {
-    /// An empty queue of at most `cap` (at least 1) snapshots, allocated now.
+    /// An empty queue of at most `cap` snapshots (at least 1, and one fewer than the
+    /// largest storage a [`Spare`] store lends). It allocates nothing: its storage comes
+    /// from the store passed to [`AckQueue::push_with`].
     pub fn new(cap: usize) -> Self {
-        let cap = cap.max(1);
+        let most = Spare::<AckSnapshot>::class_entries(u8::MAX) - 1;
         AckQueue {
-            // One more than the bound: `push_with` writes the new snapshot in place before
-            // it drops the oldest, and a push never reallocates.
-            q: VecDeque::with_capacity(cap + 1),
-            cap,
+            q: VecDeque::new(),
+            cap: cap.clamp(1, most),
+            hint: 0,
         }
     }
 
@@ -94,9 +101,17 @@ impl AckQueue {
     /// cannot take its bytes from the store buffer and waits for every older store to
     /// reach the cache (2.8% of a 64-flow e2e profile, most of the old by-value push).
     /// Here nothing reads it back but the same fields at their own width.
+    ///
+    /// The storage has one slot more than the bound: the new snapshot is written in place
+    /// before the oldest is dropped.
     #[inline]
-    pub fn push_with(&mut self, fill: impl FnOnce(&mut AckSnapshot)) -> AckPush {
-        // The spare slot (see `new`) takes it before the queue's bound is applied.
+    pub fn push_with(
+        &mut self,
+        spare: &mut Spare<AckSnapshot>,
+        fill: impl FnOnce(&mut AckSnapshot),
+    ) -> AckPush {
+        let lent = spare.reserve(&mut self.q, 1, self.hint);
+        debug_assert!(lent, "the bound is below the largest class (AckQueue::new)");
         self.q.push_back(AckSnapshot::EMPTY);
         let n = self.q.len();
         let mut dupack = false;
@@ -128,14 +143,18 @@ impl AckQueue {
     }
     /// Removes the oldest snapshot without reading it (after it was built from
     /// [`AckQueue::front`]).
-    pub fn pop_front(&mut self) {
+    pub fn pop_front(&mut self, spare: &mut Spare<AckSnapshot>) {
         self.q.pop_front();
         if self.q.is_empty() {
             // Back to the buffer's first slot: a queue that rarely holds more than one
             // ACK then reuses one cache line instead of walking its whole buffer (with
             // many connections those lines leave the cache between two ACKs, and the
-            // push that writes one waited for it: 2.6% of the receiver at 64 flows).
+            // push that writes one waited for it: 2.6% of the receiver at 64 flows). A
+            // storage larger than the smallest class goes back to the core.
             self.q.clear();
+            if let Some(k) = spare.shrink(&mut self.q) {
+                self.hint = k;
+            }
         }
     }
     /// Snapshots queued.
@@ -150,9 +169,10 @@ impl AckQueue {
     pub fn capacity(&self) -> usize {
         self.cap
     }
-    /// Drops everything (the connection was reset).
-    pub fn clear(&mut self) {
+    /// Drops everything (the connection was reset or freed) and gives the storage back.
+    pub fn clear(&mut self, spare: &mut Spare<AckSnapshot>) {
         self.q.clear();
+        spare.give_back(&mut self.q);
     }
     /// A data segment carrying the current ACK number and window has been built: it says
     /// everything the queued in-order ACKs said, so they are dropped (Linux
@@ -160,11 +180,14 @@ impl AckQueue {
     /// duplicate ACKs ([`AckReason::is_dupack`]) stay queued: the sender counts them
     /// toward fast retransmit and a segment with data is not a duplicate ACK (RFC 5681
     /// §2). Returns how many were dropped.
-    pub fn settle(&mut self) -> usize {
+    pub fn settle(&mut self, spare: &mut Spare<AckSnapshot>) -> usize {
         let before = self.q.len();
         self.q.retain(|s| s.reason.is_dupack());
         if self.q.is_empty() {
             self.q.clear();
+            if let Some(k) = spare.shrink(&mut self.q) {
+                self.hint = k;
+            }
         }
         before - self.q.len()
     }
@@ -174,8 +197,8 @@ impl AckQueue {
 mod tests {
     use super::*;
 
-    /// `TcpConfig::ack_queue`'s memory bound: the default queue, with its spare slot,
-    /// fits in 6 KiB.
+    /// `TcpConfig::ack_queue`'s memory bound: the default queue at its fullest, with its
+    /// spare slot, fits in 6 KiB (lent while it holds ACKs, see `stack::spare`).
     #[test]
     fn a_snapshot_takes_at_most_48_bytes() {
         let size = std::mem::size_of::<AckSnapshot>();
@@ -196,7 +219,7 @@ mod tests {
 
     /// Queues a whole snapshot, as the tests build them.
     fn push(q: &mut AckQueue, s: AckSnapshot) -> AckPush {
-        q.push_with(|slot| *slot = s)
+        q.push_with(&mut Spare::new(0), |slot| *slot = s)
     }
 
     /// No spurious duplicate ACK (RFC 5681 §4.2: the sender counts duplicates): an in-order
@@ -239,10 +262,10 @@ mod tests {
         push(&mut q, snap(100, 10, AckReason::Quick));
         push(&mut q, snap(100, 10, AckReason::OutOfOrder));
         push(&mut q, snap(200, 10, AckReason::Stretch));
-        assert_eq!(q.settle(), 2);
+        assert_eq!(q.settle(&mut Spare::new(0)), 2);
         assert_eq!(q.len(), 1);
         assert_eq!(q.front().map(|s| s.reason), Some(AckReason::OutOfOrder));
-        assert_eq!(q.settle(), 0);
+        assert_eq!(q.settle(&mut Spare::new(0)), 0);
     }
 
     /// Bounded: the oldest entry is merged into the next, which becomes a stretch ACK when
@@ -260,7 +283,7 @@ mod tests {
         // As `Conn::build` sends them: read the front, then remove it.
         let pop = |q: &mut AckQueue| {
             let s = q.front().copied();
-            q.pop_front();
+            q.pop_front(&mut Spare::new(0));
             s
         };
         let a = pop(&mut q).expect("front");

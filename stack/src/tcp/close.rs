@@ -99,9 +99,10 @@ impl<B: PacketBuf> Conn<B> {
         self.closing.fin_deadline = None;
         self.closing.tw_deadline = None;
         self.ack = AckState::new(self.ack.policy(), self.rcv.advmss, 536, Duration::ZERO);
-        self.acks.clear();
+        self.acks.clear(&mut ctx.ack_spare);
         ctx.ooo.clear(&mut self.rcv.ooo);
         self.rcv.rxq.clear();
+        ctx.rxq_spare.give_back(&mut self.rcv.rxq);
         self.rcv.rxq_bytes = 0;
         ctx.snd_slices_changed(self.snd.slices(), 0);
         self.snd.clear(&mut ctx.spent);

@@ -52,7 +52,8 @@ pub struct TcpConfig {
     pub ooo_core_bytes: usize,
     /// Out-of-order payload slices (buffers) the core may hold.
     pub ooo_core_slices: usize,
-    /// Payload slices one connection's receive queue holds (allocated at set-up).
+    /// Payload slices one connection's receive queue holds at most. Its storage is lent
+    /// by the core while it holds data (`stack::spare`), so an idle connection holds none.
     pub rxq_slices: usize,
     /// The payload bytes each free receive-queue slice is counted as able to take when the
     /// window is offered: the window is at most this times the free slices (less one), as
@@ -64,7 +65,8 @@ pub struct TcpConfig {
     /// it. 896 suits DPDK's default 2,048-byte data room (2,048 less 134 bytes of the
     /// longest IPv4 and TCP headers, halved, is 957).
     pub rxq_slice_bytes: u32,
-    /// ACKs one connection may have decided and not yet sent (allocated at set-up). Every
+    /// ACKs one connection may have decided and not yet sent (storage lent by the core
+    /// while the queue holds any, as the receive queue's). Every
     /// decision to ACK now yields its own frame, as in Linux; beyond this many in one loop
     /// iteration the oldest are merged into a stretch ACK and counted in
     /// [`AckStats::merged`](crate::ack::AckStats::merged). 128 holds the
@@ -72,6 +74,12 @@ pub struct TcpConfig {
     /// from one flow with GRO off; a snapshot takes at most 48 bytes and the queue keeps
     /// one spare slot (a test checks the default stays within 6 KiB per connection).
     pub ack_queue: usize,
+    /// Spare queue storage the core keeps, in bytes, for each kind of per-connection
+    /// queue that borrows it (receive queues, ACK queues; `stack::spare`). A queue that
+    /// empties gives its storage back, kept up to this bound and freed beyond it; a queue
+    /// that fills takes a kept one, or allocates when none of its size is left. 4 MiB
+    /// holds 512 receive-queue storages of 512 mbuf slices.
+    pub queue_spare_bytes: usize,
     /// Seed of the keyed hash behind ISNs and SYN cookies. Use a random value in
     /// production.
     pub seed: u64,
@@ -171,6 +179,7 @@ impl Default for TcpConfig {
             rxq_slices: 512,
             rxq_slice_bytes: 896,
             ack_queue: 128,
+            queue_spare_bytes: 4 << 20,
             seed: 0x7765_6972,
             synack_retries: 5,
             fin_retries: 6,

@@ -367,7 +367,11 @@ impl<B: PacketBuf> Conn<B> {
             let mut taken = 0u32;
             for s in seg.payload.drain() {
                 let l = u32::from(s.len);
-                if self.rcv.push_in_order(s, &mut ctx.spent).is_err() {
+                if self
+                    .rcv
+                    .push_in_order(s, &mut ctx.spent, &mut ctx.rxq_spare)
+                    .is_err()
+                {
                     break;
                 }
                 taken += l;
@@ -527,7 +531,10 @@ impl<B: PacketBuf> Conn<B> {
                 break;
             };
             let l = u32::from(s.len);
-            if let Err(s) = self.rcv.push_in_order(s, &mut ctx.spent) {
+            if let Err(s) = self
+                .rcv
+                .push_in_order(s, &mut ctx.spent, &mut ctx.rxq_spare)
+            {
                 // Not reached (a slot was free); hold it again rather than lose it.
                 let held = ctx
                     .ooo

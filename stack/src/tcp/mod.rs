@@ -154,6 +154,8 @@ impl<B: PacketBuf> Tcp<B> {
                 challenge_count: 0,
                 spent: FreeBatch::new(),
                 snd_held: 0,
+                rxq_spare: crate::spare::Spare::new(cfg.queue_spare_bytes),
+                ack_spare: crate::spare::Spare::new(cfg.queue_spare_bytes),
             },
             rcv_wscale: ws,
             next_ephemeral: 0,
@@ -191,6 +193,11 @@ impl<B: PacketBuf> Tcp<B> {
     /// Out-of-order bytes held by the whole core.
     pub fn ooo_bytes(&self) -> usize {
         self.ctx.ooo.bytes()
+    }
+    /// What the core's stores of queue storage have done: the receive queues', then
+    /// the ACK queues' (`stack::spare`).
+    pub fn queue_spare(&self) -> (crate::spare::SpareStats, crate::spare::SpareStats) {
+        (self.ctx.rxq_spare.stats(), self.ctx.ack_spare.stats())
     }
 
     fn conn(&self, id: ConnId) -> Option<&Conn<B>> {

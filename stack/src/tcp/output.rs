@@ -17,12 +17,13 @@ use super::listen::HalfOpen;
 use super::timer::Kind;
 use super::{DropReason, Event, State, Tcp};
 use crate::ack::template::{sack_option, syn_options, AckTemplate, TcpFields};
-use crate::ack::{AckPush, AckReason};
+use crate::ack::{AckPush, AckReason, AckSnapshot};
 use crate::buf::{BufPool, PacketBuf};
 use crate::driver::Burst;
 use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
+use crate::spare::Spare;
 use crate::time::Instant;
 use crate::wire::{SackBlock, TcpFlags, Timestamp, MAX_SACK_BLOCKS};
 
@@ -46,7 +47,7 @@ impl<B: PacketBuf> Conn<B> {
             self.rcv.dsack.iter().chain(self.rcv.sack.iter()).take(max)
         });
         // Written in place in the queue (see `AckQueue::push_with`).
-        let pushed = self.acks.push_with(|snap| {
+        let pushed = self.acks.push_with(&mut ctx.ack_spare, |snap| {
             snap.ack = ack;
             snap.window = window;
             snap.tsecr = tsecr;
@@ -77,6 +78,7 @@ impl<B: PacketBuf> Conn<B> {
         now: Instant,
         pool: &mut P,
         offload: bool,
+        spare: &mut Spare<AckSnapshot>,
     ) -> Result<Option<(B, Sent)>, ()> {
         if self.closing.rst_due {
             let f = TcpFields {
@@ -102,7 +104,7 @@ impl<B: PacketBuf> Conn<B> {
         }
         if (self.snd.unsent() > 0 || self.snd.rec.is_some()) && !matches!(self.state, State::Closed)
         {
-            if let Some(d) = self.build_data(now, pool, offload)? {
+            if let Some(d) = self.build_data(now, pool, offload, spare)? {
                 return Ok(Some(d));
             }
         }
@@ -125,7 +127,7 @@ impl<B: PacketBuf> Conn<B> {
                 },
             };
             let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
-            self.acks.pop_front();
+            self.acks.pop_front(spare);
             self.rcv.last_ack_sent = ack;
             return Ok(Some((b, Sent::Ack(reason))));
         }
@@ -265,6 +267,7 @@ impl<B: PacketBuf> Conn<B> {
         now: Instant,
         pool: &mut P,
         offload: bool,
+        spare: &mut Spare<AckSnapshot>,
     ) -> Result<Option<(B, Sent)>, ()> {
         let fin_pending = self.closing.fin_due && !self.closing.fin_sent;
         // A tail loss probe the PTO chose (RFC 8985 §7.3) goes first: it is one segment,
@@ -384,7 +387,7 @@ impl<B: PacketBuf> Conn<B> {
             self.snd.tlp_due = None;
         }
         self.data_sent(now, seq, len, rtx, probe);
-        let piggybacked = self.acks.settle() as u32 + u32::from(self.ack.scheduled());
+        let piggybacked = self.acks.settle(spare) as u32 + u32::from(self.ack.scheduled());
         if blocks.is_empty() {
             // The D-SACK, if any, still waits for a frame that has room to report it.
             let dsack = self.rcv.dsack.take();
@@ -482,7 +485,7 @@ impl<B: PacketBuf> Tcp<B> {
                     stop = true;
                     break;
                 }
-                match c.build(now, pool, tx_csum_offload) {
+                match c.build(now, pool, tx_csum_offload, &mut self.ctx.ack_spare) {
                     Ok(Some((b, sent))) => {
                         match sent {
                             Sent::Ack(r) => {

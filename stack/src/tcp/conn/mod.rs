@@ -24,10 +24,11 @@ use super::table::Keyed;
 use super::timer::{Kind, Timers};
 use super::{ConnId, DropReason, Event, State, TcpStats};
 use crate::ack::template::AckTemplate;
-use crate::ack::{AckQueue, AckState, AckStats};
-use crate::buf::{FreeBatch, PacketBuf};
+use crate::ack::{AckQueue, AckSnapshot, AckState, AckStats};
+use crate::buf::{FreeBatch, PacketBuf, PayloadSlice};
 use crate::flow::FlowKey;
 use crate::seq::SeqNumber;
+use crate::spare::Spare;
 use crate::tcp::rtt::RttEstimator;
 use crate::time::{Duration, Instant};
 
@@ -48,6 +49,10 @@ pub(crate) struct Ctx<B> {
     pub(crate) spent: FreeBatch<B>,
     /// Buffers all send queues of the core hold (`TcpConfig::snd_core_slices` bounds it).
     pub(crate) snd_held: usize,
+    /// Storage for the receive queues and the ACK queues, lent while a queue holds
+    /// something (`stack::spare`).
+    pub(crate) rxq_spare: Spare<PayloadSlice<B>>,
+    pub(crate) ack_spare: Spare<AckSnapshot>,
 }
 
 impl<B> Ctx<B> {
@@ -255,7 +260,8 @@ impl<B: PacketBuf> Conn<B> {
                 ooo: OooQueue::default(),
                 ooo_limit: p.ooo_limit,
                 ooo_fin: None,
-                rxq: VecDeque::with_capacity(p.rxq_slices),
+                rxq: VecDeque::new(),
+                rxq_hint: 0,
                 rxq_cap: u32::try_from(p.rxq_slices).unwrap_or(u32::MAX),
                 rxq_slice_bytes: p.rxq_slice_bytes.max(1),
                 syn_wnd,
@@ -389,6 +395,8 @@ impl<B: PacketBuf> Conn<B> {
     pub(crate) fn release(&mut self, ctx: &mut Ctx<B>) {
         ctx.ooo.clear(&mut self.rcv.ooo);
         self.rcv.rxq.clear();
+        ctx.rxq_spare.give_back(&mut self.rcv.rxq);
+        self.acks.clear(&mut ctx.ack_spare);
         ctx.snd_slices_changed(self.snd.slices(), 0);
         self.snd.clear(&mut ctx.spent);
     }

@@ -13,6 +13,7 @@ use arrayvec::ArrayVec;
 use super::{Conn, Ctx};
 use crate::buf::{FreeBatch, PacketBuf, PayloadChain, PayloadSlice};
 use crate::seq::SeqNumber;
+use crate::spare::Spare;
 use crate::tcp::ooo::OooQueue;
 use crate::time::Instant;
 use crate::wire::{SackBlock, MAX_SACK_BLOCKS};
@@ -53,8 +54,11 @@ pub(crate) struct Recv<B> {
     pub(crate) ooo: OooQueue,
     pub(crate) ooo_limit: u32,
     pub(crate) ooo_fin: Option<SeqNumber>,
-    /// In-order payload the application has not consumed, and its byte count.
+    /// In-order payload the application has not consumed, and its byte count. Its
+    /// storage is the core's (`Ctx::rxq_spare`), lent while it holds data; `rxq_hint`
+    /// is the size class it gave back last time, so the next fill takes one that size.
     pub(crate) rxq: VecDeque<PayloadSlice<B>>,
+    pub(crate) rxq_hint: u8,
     /// The most slices `rxq` holds (`TcpConfig::rxq_slices`), and the payload bytes each
     /// free one is counted as taking when the window is offered
     /// (`TcpConfig::rxq_slice_bytes`).
@@ -137,6 +141,7 @@ impl<B: PacketBuf> Recv<B> {
         &mut self,
         s: PayloadSlice<B>,
         spent: &mut FreeBatch<B>,
+        spare: &mut Spare<PayloadSlice<B>>,
     ) -> Result<(), PayloadSlice<B>> {
         if u32::from(s.len) < self.rxq_slice_bytes {
             if let Some(tail) = self.rxq.back_mut() {
@@ -146,7 +151,7 @@ impl<B: PacketBuf> Recv<B> {
                 }
             }
         }
-        if !self.has_slots(1) {
+        if !self.has_slots(1) || !spare.reserve(&mut self.rxq, 1, self.rxq_hint) {
             return Err(s);
         }
         self.rxq.push_back(s);
@@ -259,8 +264,12 @@ impl<B: PacketBuf> Conn<B> {
     fn consumed(&mut self, n: u32, ctx: &mut Ctx<B>) -> u32 {
         if self.rcv.rxq.is_empty() {
             // Back to the buffer's first slots, as `AckQueue::pop_front` does: a queue read as
-            // fast as it fills reuses a few cache lines instead of walking its buffer.
+            // fast as it fills reuses a few cache lines instead of walking its buffer. A
+            // storage larger than the smallest class goes back to the core.
             self.rcv.rxq.clear();
+            if let Some(k) = ctx.rxq_spare.shrink(&mut self.rcv.rxq) {
+                self.rcv.rxq_hint = k;
+            }
         }
         self.rcv.rxq_bytes -= n;
         self.rcv.readable_signalled = false;
