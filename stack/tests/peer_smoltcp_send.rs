@@ -1617,7 +1617,7 @@ fn smoltcp_0_12_loses_its_fin_timer_on_an_ack_in_last_ack() {
             assert_eq!(delays.get(1), Some(&None), "{what}: no timer: {delays:?}");
             assert_eq!(net.last_ack_stalls(), vec![h], "{what}: recognized");
             // An hour later smoltcp still has nothing to send.
-            net.now = net.now + Duration::from_secs(3600);
+            net.now += Duration::from_secs(3600);
             let mut later = 0;
             net.peer_tx_with(|_, _| {
                 later += 1;
