@@ -28,6 +28,10 @@
 //! - every connection opens and closes cleanly on both sides: no `Event::Reset`, no
 //!   connection reset (a RST from smoltcp may end a TIME-WAIT, see the first test), and
 //!   nothing left in weir's tables, its out-of-order pool or either buffer pool;
+//!   the one exception is smoltcp 0.12's own LAST-ACK stall (its lost FIN never
+//!   retransmitted after an ACK that does not cover it), recognized on the wire by
+//!   `Net::last_ack_stalls`, counted and reported, and scripted in
+//!   [`smoltcp_0_12_loses_its_fin_timer_on_an_ack_in_last_ack`];
 //! - on the wire: no segment of weir's carries data beyond the window smoltcp advertised,
 //!   every frame weir sends parses with valid checksums, smoltcp never acknowledges what
 //!   weir did not send;
