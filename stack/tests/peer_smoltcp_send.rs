@@ -28,6 +28,10 @@
 //! - every connection opens and closes cleanly on both sides: no `Event::Reset`, no
 //!   connection reset (a RST from smoltcp may end a TIME-WAIT, see the first test), and
 //!   nothing left in weir's tables, its out-of-order pool or either buffer pool;
+//!   the one exception is smoltcp 0.12's own LAST-ACK stall (its lost FIN never
+//!   retransmitted after an ACK that does not cover it), recognized on the wire by
+//!   `Net::last_ack_stalls`, counted and reported, and scripted in
+//!   [`smoltcp_0_12_loses_its_fin_timer_on_an_ack_in_last_ack`];
 //! - on the wire: no segment of weir's carries data beyond the window smoltcp advertised,
 //!   every frame weir sends parses with valid checksums, smoltcp never acknowledges what
 //!   weir did not send;
@@ -402,6 +406,10 @@ struct Totals {
     max_iterations: u64,
     /// `Event::Writable`s the weir applications saw.
     writable: u64,
+    /// Connections that ended in smoltcp 0.12's LAST-ACK stall (`Net::last_ack_stalls`),
+    /// and the seeds they were in.
+    last_ack_stalls: u64,
+    stall_seeds: Vec<u64>,
 }
 
 impl Totals {
@@ -422,7 +430,9 @@ impl Totals {
         eprintln!(
             "{name}: {} seeds, {} connections, {} bytes; retransmits {} ({} bytes), RTO {}, \
              fast recoveries {}, window probes {}, SACK blocks refused {}, reneging {}, \
-             drops {drops:?}; Event::Writable {}; most iterations in one seed {}",
+             drops {drops:?}; Event::Writable {}; most iterations in one seed {}; \
+             smoltcp 0.12 LAST-ACK stalls (its FIN lost, then an ACK idled its timer) {} \
+             in seeds {:?}",
             self.seeds,
             self.conns,
             self.bytes,
@@ -434,7 +444,9 @@ impl Totals {
             s.sack_blocks_refused,
             s.reneging,
             self.writable,
-            self.max_iterations
+            self.max_iterations,
+            self.last_ack_stalls,
+            self.stall_seeds
         );
     }
 
@@ -580,6 +592,8 @@ fn weir_sends(p: &Params, totals: &mut Totals) {
     let mut writable = 0u64;
     let mut iterations = 0u64;
     let mut idle = false;
+    // Connections whose smoltcp socket is stuck in LAST-ACK by smoltcp 0.12's defect.
+    let mut stalled = vec![false; p.plans.len()];
     let start = net.now;
     loop {
         iterations += 1;
@@ -692,6 +706,37 @@ fn weir_sends(p: &Params, totals: &mut Totals) {
         if net.advance(wake) {
             idle = false;
         } else if std::mem::replace(&mut idle, true) {
+            // smoltcp 0.12's LAST-ACK stall (`Net::last_ack_stalls`): its FIN will never
+            // come. Only when every smoltcp socket still open is such a one; then weir's
+            // applications that half-closed stop waiting for that FIN and close (their
+            // orphaned FIN-WAIT-2 ends after `time_wait`), and once weir has nothing
+            // left, the run ends and is checked as any other.
+            let handles = net.last_ack_stalls();
+            let open = |r: &Receiver| {
+                net.sockets.get::<smoltcp::socket::tcp::Socket>(r.h).state() != SState::Closed
+            };
+            if !handles.is_empty() && rx.iter().all(|r| !open(r) || handles.contains(&r.h)) {
+                let mut closed_now = false;
+                for (i, r) in rx.iter().enumerate() {
+                    if !handles.contains(&r.h) {
+                        continue;
+                    }
+                    stalled[i] = true;
+                    let s = &mut senders[i];
+                    if !s.closed_called {
+                        net.tcp.close(net.now, s.id).expect("close");
+                        s.closed_called = true;
+                        closed_now = true;
+                    }
+                }
+                if closed_now {
+                    idle = false;
+                    continue;
+                }
+                if weir_done && net.tcp.conn_count() == 0 && net.tcp.half_open_count() == 0 {
+                    break;
+                }
+            }
             stuck(
                 &net,
                 senders.iter().map(|s| s.id),
@@ -717,6 +762,8 @@ fn weir_sends(p: &Params, totals: &mut Totals) {
         assert!(s.reply == r.reply, "conn {i}: the reply weir read differs");
         match p.plans[i].end {
             End::Close => assert!(!s.peer_closed, "conn {i}: PeerClosed after close"),
+            // smoltcp's FIN never reached weir (`Net::last_ack_stalls` checked that).
+            End::Shutdown if stalled[i] => {}
             _ => assert!(s.peer_closed, "conn {i}: weir heard smoltcp's FIN"),
         }
         sent += s.data.len();
@@ -747,6 +794,11 @@ fn weir_sends(p: &Params, totals: &mut Totals) {
     assert_eq!((f.tx_in_use, f.rx_in_use), (0, 0), "buffers still in use");
     totals.add(p, &f, sent, iterations);
     totals.writable += writable;
+    let n = stalled.iter().filter(|&&x| x).count() as u64;
+    if n > 0 {
+        totals.last_ack_stalls += n;
+        totals.stall_seeds.push(p.seed);
+    }
 }
 
 /// Writes what the send buffer takes, in writes of random sizes; after the last one,
@@ -1411,5 +1463,172 @@ fn an_orphaned_fin_wait_2_is_bounded() {
         assert_eq!(ev, vec![Event::Closed(id)], "close first: {close_first}");
         assert_eq!(h.tcp.conn_count(), 0);
         assert!(h.tx().is_empty(), "gone without a word");
+    }
+}
+
+/// smoltcp 0.12's LAST-ACK stall (seed 169 of `weir_sends_to_smoltcp_heavy`), on one
+/// connection with nothing random on the link. weir sends 20,000 bytes and `close`s;
+/// smoltcp reads them, closes on weir's FIN (CLOSE-WAIT -> LAST-ACK), and its FIN|ACK
+/// is lost on the way to weir (withheld, exactly that frame).
+///
+/// - Alone, that loss is repaired: smoltcp's FIN has its retransmission timer
+///   (`Interface::poll_delay` is `Some` in LAST-ACK), the FIN goes again, both sides
+///   close (weir through TIME-WAIT).
+/// - With an ACK of weir's that does not cover the FIN reaching smoltcp before that
+///   timer fires, the timer is gone: smoltcp stays in LAST-ACK with `poll_delay` `None`
+///   and sends nothing, however long the clock runs. The ACK here is the one of seed
+///   169: a late copy of an old ACK of smoltcp's reaches weir in FIN-WAIT-2, more than
+///   MAX.SND.WND below SND.UNA, and weir, as RFC 5961 §5.2 (and RFC 9293 §3.10.7.4 for
+///   a stack implementing it) requires, discards it and sends an ACK: SEG.SEQ = SND.NXT,
+///   SEG.ACK = RCV.NXT, which stops at smoltcp's FIN since that never arrived.
+///   smoltcp 0.12 `src/socket/tcp.rs`, `Socket::process`, arm `(State::LastAck,
+///   TcpControl::None)`: `self.timer.set_for_idle(cx.now(), self.keep_alive)` for any
+///   acceptable ACK that is not for the FIN. weir's side is as designed: its orphaned
+///   FIN-WAIT-2 ends after `time_wait` (60 s, Linux `tcp_fin_timeout`), silently.
+#[test]
+fn smoltcp_0_12_loses_its_fin_timer_on_an_ack_in_last_ack() {
+    use stack::time::Instant;
+    use stack::wire::TcpFlags;
+    for v6 in [false, true] {
+        for stale_ack in [false, true] {
+            let what = format!("v6 {v6}, stale ACK {stale_ack}");
+            let impair = ImpairConfig {
+                delay: Duration::from_micros(50),
+                ..ImpairConfig::default()
+            };
+            let mut cfg = NetConfig::new(7, impair);
+            cfg.v6 = v6;
+            let mut net = Net::new(&cfg);
+            let h = net.add_socket(4096, 4096, true);
+            net.socket(h).listen(PEER_PORT).expect("listen");
+            let remote = std::net::SocketAddr::new(net.peer_addr(), PEER_PORT);
+            let id = net
+                .tcp
+                .connect(
+                    net.now,
+                    net.weir_addr(),
+                    remote,
+                    ConnectOpts::new(OUR_MAC, PEER_MAC),
+                )
+                .expect("connect");
+            let data = stream(7, 0, 20_000);
+            let mut written = 0;
+            let mut got = Vec::new();
+            let mut peer_closed = false;
+            // smoltcp's first pure ACK of data, replayed later; its FINs, as sent.
+            let mut old_ack: Option<Vec<u8>> = None;
+            let mut fins = 0;
+            let mut replayed = false;
+            let mut weir_closed_at = None;
+            // `poll_delay` in LAST-ACK, first seen and last.
+            let mut delays: Vec<Option<smoltcp::time::Duration>> = Vec::new();
+            for _ in 0..100_000 {
+                net.peer_rx();
+                let s = net.socket(h);
+                let mut buf = [0u8; 4096];
+                while s.can_recv() {
+                    let n = s.recv_slice(&mut buf).expect("recv");
+                    got.extend_from_slice(&buf[..n]);
+                }
+                if s.state() == SState::CloseWait && !peer_closed {
+                    s.close();
+                    peer_closed = true;
+                }
+                net.peer_tx_with(|f, m| {
+                    if m.flags == TcpFlags::ACK && m.payload_len == 0 && old_ack.is_none() {
+                        old_ack = Some(f.to_vec());
+                    }
+                    if m.flags.contains(TcpFlags::FIN) {
+                        fins += 1;
+                        return fins > 1;
+                    }
+                    true
+                });
+                // After smoltcp sent what it had: its timers.
+                if net.socket(h).state() == SState::LastAck {
+                    let d = net.peer_poll_delay();
+                    if delays.len() < 2 {
+                        delays.push(d);
+                    } else {
+                        delays[1] = d;
+                    }
+                }
+                if stale_ack && fins == 1 && !replayed {
+                    // A late copy of the old ACK, as the impairment's reordering made.
+                    let f = old_ack.clone().expect("an ACK of data before the FIN");
+                    net.to_weir.push(net.now, f);
+                    replayed = true;
+                }
+                net.weir_rx();
+                while let Some(ev) = net.tcp.poll_event() {
+                    match ev {
+                        Event::Opened(_) | Event::Writable(_) => {
+                            written += net
+                                .tcp
+                                .send(net.now, id, &data[written..], &mut net.pool)
+                                .expect("send");
+                            if written == data.len() {
+                                net.tcp.close(net.now, id).expect("close");
+                            }
+                        }
+                        Event::Closed(_) => weir_closed_at = Some(net.now),
+                        other => panic!("{what}: {other:?}"),
+                    }
+                }
+                net.weir_tx();
+                if net.tcp.conn_count() == 0
+                    && net.in_flight() == 0
+                    && net.socket(h).state() == SState::Closed
+                {
+                    break;
+                }
+                if !net.advance(None) {
+                    // The last timers' events (weir's `Event::Closed`).
+                    while let Some(ev) = net.tcp.poll_event() {
+                        assert_eq!(ev, Event::Closed(id), "{what}");
+                        weir_closed_at = Some(net.now);
+                    }
+                    break;
+                }
+            }
+            assert!(got == data, "{what}: smoltcp received the stream");
+            assert_eq!(net.withheld, 1, "{what}: only the first FIN withheld");
+            assert!(
+                matches!(delays.first(), Some(Some(d)) if d.total_micros() > 0),
+                "{what}: in LAST-ACK, the FIN's retransmission timer runs first: {delays:?}"
+            );
+            let st = net.tcp.stats().clone();
+            assert_eq!((st.conns_closed, st.conns_reset), (1, 0), "{what}");
+            assert_eq!(net.tcp.conn_count(), 0, "{what}");
+            if !stale_ack {
+                assert_eq!(fins, 2, "{what}: smoltcp retransmitted its FIN");
+                assert_eq!(net.socket(h).state(), SState::Closed, "{what}");
+                assert!(net.last_ack_stalls().is_empty(), "{what}");
+                assert_eq!(st.drops(DropReason::BadAck), 0, "{what}");
+                continue;
+            }
+            // weir: the old ACK refused (RFC 5961 §5.2), answered, FIN-WAIT-2 bounded.
+            assert_eq!(st.drops(DropReason::BadAck), 1, "{what}");
+            assert_eq!(st.challenge_acks, 1, "{what}");
+            let closed_at = weir_closed_at.expect("weir's connection ended");
+            assert!(
+                closed_at >= Instant::from_nanos(1_000_000_000) + Duration::from_secs(60),
+                "{what}: weir waited out FIN-WAIT-2"
+            );
+            // smoltcp: stuck in LAST-ACK, no timer, its FIN sent once.
+            assert_eq!(fins, 1, "{what}: smoltcp never retransmitted its FIN");
+            assert_eq!(net.socket(h).state(), SState::LastAck, "{what}");
+            assert_eq!(delays.get(1), Some(&None), "{what}: no timer: {delays:?}");
+            assert_eq!(net.last_ack_stalls(), vec![h], "{what}: recognized");
+            // An hour later smoltcp still has nothing to send.
+            net.now += Duration::from_secs(3600);
+            let mut later = 0;
+            net.peer_tx_with(|_, _| {
+                later += 1;
+                true
+            });
+            assert_eq!(later, 0, "{what}: smoltcp sent something an hour later");
+            assert_eq!(net.socket(h).state(), SState::LastAck, "{what}");
+        }
     }
 }

@@ -23,6 +23,10 @@
 //! The frames carry the addresses of [`crate::frames`]: weir at [`OUR_IP4`]/[`OUR_IP6`],
 //! smoltcp at [`PEER_IP4`]/[`PEER_IP6`].
 //!
+//! smoltcp 0.12 has one known defect these runs meet: in LAST-ACK, an ACK that does not
+//! cover its FIN cancels the FIN's retransmission timer, so a FIN lost before such an ACK
+//! is never sent again. [`Net::last_ack_stalls`] recognizes it from the wire.
+//!
 //! Debugging a run: `WEIR_TRACE_PORT=N` prints every TCP frame either side sends on the
 //! connection whose smoltcp port is `N`, as it leaves (before the impairment drops,
 //! delays or copies it), and [`Net::describe`] gives both ends' state.
@@ -38,7 +42,7 @@ use smoltcp::socket::{tcp, AnySocket};
 use smoltcp::time::Instant as SInstant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 
-use stack::buf::{PacketBuf, RxChecksum};
+use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use stack::driver::Burst;
 use stack::gro::{Gro, GroConfig};
 use stack::impair::{ImpairConfig, Impairment};
@@ -161,6 +165,20 @@ struct Window {
     right: Option<SeqNumber>,
 }
 
+/// What the wire showed of smoltcp's FIN on one connection, for [`Net::last_ack_stalls`].
+#[derive(Clone, Copy, Debug, Default)]
+struct PeerFin {
+    /// The sequence number of smoltcp's FIN, once it sent one.
+    seq: Option<SeqNumber>,
+    /// A copy of the FIN reached weir.
+    reached_weir: bool,
+    /// After the FIN left, an ACK of weir's reached smoltcp that acknowledged everything
+    /// before the FIN but not the FIN (SEG.ACK = the FIN's sequence number).
+    stale_ack: bool,
+    /// Frames smoltcp sent on the connection after that ACK reached it.
+    sent_after: u64,
+}
+
 /// The two ends and the link. See the module documentation for the loop.
 pub struct Net {
     /// The virtual clock.
@@ -186,6 +204,11 @@ pub struct Net {
     pub to_peer: Impairment<Vec<u8>>,
     v6: bool,
     windows: HashMap<(u16, u16), Window>,
+    /// smoltcp's FIN on each connection, keyed (weir's port, smoltcp's port).
+    fins: HashMap<(u16, u16), PeerFin>,
+    /// TCP frames smoltcp sent that the caller of [`Net::peer_tx_with`] withheld from the
+    /// link.
+    pub withheld: u64,
     /// weir data segments that went past smoltcp's advertised window (must stay 0).
     pub beyond_window: u64,
     /// Frames weir sent that the peer's side could not parse (must stay 0).
@@ -253,6 +276,8 @@ impl Net {
             to_peer: Impairment::new(cfg.impair, cfg.seed.wrapping_mul(5).wrapping_add(1)),
             v6,
             windows: HashMap::new(),
+            fins: HashMap::new(),
+            withheld: 0,
             beyond_window: 0,
             bad_frames: 0,
             parse_drops: BTreeMap::new(),
@@ -321,6 +346,7 @@ impl Net {
     pub fn peer_rx(&mut self) {
         self.sync_clock();
         while let Some(f) = self.to_peer.pop_ready(self.now) {
+            self.watch_to_peer(&f);
             self.dev.rx.push_back(f);
         }
         let _ = self
@@ -333,6 +359,14 @@ impl Net {
     /// (or 256 frames, as one TSO/GSO burst of a real sender would be bounded; the rest
     /// follow in the next iteration).
     pub fn peer_tx(&mut self) {
+        self.peer_tx_with(|_, _| true);
+    }
+
+    /// Step 3 as [`Net::peer_tx`], but each TCP frame smoltcp sends is first shown to
+    /// `keep` (the frame, and what weir's parser makes of it): `false` withholds it from
+    /// the link, as a loss the test chose, counted in [`Net::withheld`]. Other frames
+    /// (ARP, neighbor discovery) always go.
+    pub fn peer_tx_with(&mut self, mut keep: impl FnMut(&[u8], &TcpMeta) -> bool) {
         self.sync_clock();
         loop {
             let before = self.dev.tx.len();
@@ -346,6 +380,12 @@ impl Net {
         let frames = std::mem::take(&mut self.dev.tx);
         for f in frames {
             self.watch_peer(&f);
+            if let Parsed::Tcp(m) = parse(&f, RxChecksum::default(), &self.local) {
+                if !keep(&f, &m) {
+                    self.withheld += 1;
+                    continue;
+                }
+            }
             self.to_weir.push(self.now, f);
         }
     }
@@ -409,6 +449,10 @@ impl Net {
         };
         match parse(buf.data(), buf.rx_checksum(), &self.local) {
             Parsed::Tcp(meta) => {
+                if meta.flags.contains(TcpFlags::FIN) {
+                    let key = (meta.flow.dport, meta.flow.sport);
+                    self.fins.entry(key).or_default().reached_weir = true;
+                }
                 let segs = &mut self.segs;
                 self.gro
                     .handle_segment(self.now, &meta, buf, &mut |s| segs.push(s.take()));
@@ -457,7 +501,7 @@ impl Net {
         let mut next = earliest(self.to_weir.next_deadline(), self.to_peer.next_deadline());
         next = earliest(next, self.tcp.poll_timeout());
         next = earliest(next, wake);
-        if let Some(d) = self.iface.poll_delay(smol_now(self.now), &self.sockets) {
+        if let Some(d) = self.peer_poll_delay() {
             let at = self.now + Duration::from_micros(d.total_micros());
             next = earliest(next, Some(at));
         }
@@ -471,6 +515,12 @@ impl Net {
             }
             None => false,
         }
+    }
+
+    /// smoltcp's `Interface::poll_delay` at the virtual clock: how long until one of its
+    /// timers fires (zero: it has something to do now); `None`: it waits for a frame.
+    pub fn peer_poll_delay(&mut self) -> Option<smoltcp::time::Duration> {
+        self.iface.poll_delay(smol_now(self.now), &self.sockets)
     }
 
     /// Frames in flight on the link, both ways.
@@ -502,7 +552,7 @@ impl Net {
         }
     }
 
-    /// A frame smoltcp sent: remember the window it advertises.
+    /// A frame smoltcp sent: remember the window it advertises, and its FIN.
     fn watch_peer(&mut self, f: &[u8]) {
         let Parsed::Tcp(m) = parse(f, RxChecksum::default(), &self.local) else {
             return;
@@ -510,6 +560,15 @@ impl Net {
         // Keyed (weir's port, smoltcp's port).
         let key = (m.flow.dport, m.flow.sport);
         self.trace("smoltcp", key.1, &m);
+        if let Some(fin) = self.fins.get_mut(&key) {
+            if fin.stale_ack {
+                fin.sent_after += 1;
+            }
+        }
+        if m.flags.contains(TcpFlags::FIN) {
+            let fin = self.fins.entry(key).or_default();
+            fin.seq = Some(m.seq + usize::from(m.payload_len));
+        }
         if m.flags.contains(TcpFlags::RST) {
             return;
         }
@@ -532,6 +591,65 @@ impl Net {
         let w = self.windows.entry(key).or_default();
         let right = m.ack + (usize::from(m.window) << w.shift);
         w.right = Some(w.right.map_or(right, |r| r.max(right)));
+    }
+
+    /// A frame of weir's reaching smoltcp: an ACK that stops at smoltcp's FIN, sent after
+    /// it, is what cancels the FIN's timer in smoltcp 0.12's LAST-ACK. (The frame is
+    /// weir's own and was checked when it left: its checksums are not verified again.)
+    fn watch_to_peer(&mut self, f: &[u8]) {
+        let good = RxChecksum {
+            ip: ChecksumStatus::Good,
+            l4: ChecksumStatus::Good,
+        };
+        let Parsed::Tcp(m) = parse(f, good, &self.peer_local) else {
+            return;
+        };
+        if !m.flags.contains(TcpFlags::ACK) {
+            return;
+        }
+        if let Some(fin) = self.fins.get_mut(&(m.flow.sport, m.flow.dport)) {
+            if fin.seq == Some(m.ack) {
+                fin.stale_ack = true;
+            }
+        }
+    }
+
+    /// smoltcp 0.12's known defect, recognized: the smoltcp sockets stuck in LAST-ACK
+    /// for good. smoltcp 0.12 `src/socket/tcp.rs`, `Socket::process`, arm
+    /// `(State::LastAck, TcpControl::None)`: an ACK that is not for its FIN calls
+    /// `self.timer.set_for_idle(..)`, which replaces the FIN's retransmission timer
+    /// (`Timer::Retransmit`) by an idle one (with no keep-alive: no deadline at all, and
+    /// `Socket::dispatch` retransmits only on `Timer::should_retransmit`). smoltcp 0.13.0
+    /// no longer idles the timer there (its commit b38faa58).
+    ///
+    /// A socket counts when all of this holds: it is in LAST-ACK with nothing left in its
+    /// send buffer; no smoltcp timer is pending (`Interface::poll_delay` is `None`); on
+    /// the wire, smoltcp sent a FIN of which no copy reached weir, then an ACK of weir's
+    /// acknowledging everything before that FIN reached smoltcp, and smoltcp sent nothing
+    /// on the connection after it. Anything else stuck is not this defect.
+    pub fn last_ack_stalls(&mut self) -> Vec<SocketHandle> {
+        if self.peer_poll_delay().is_some() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (h, sock) in self.sockets.iter() {
+            let Some(t) = tcp::Socket::downcast(sock) else {
+                continue;
+            };
+            if t.state() != tcp::State::LastAck || t.send_queue() != 0 {
+                continue;
+            }
+            let (Some(local), Some(remote)) = (t.local_endpoint(), t.remote_endpoint()) else {
+                continue;
+            };
+            let Some(fin) = self.fins.get(&(remote.port, local.port)) else {
+                continue;
+            };
+            if fin.seq.is_some() && !fin.reached_weir && fin.stale_ack && fin.sent_after == 0 {
+                out.push(h);
+            }
+        }
+        out
     }
 
     /// A frame weir sent: it must parse from the peer's side, and its data must lie
