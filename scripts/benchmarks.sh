@@ -92,7 +92,17 @@ run_all() {
 # The runs' files of one benchmark, in run order.
 files_of() { ls "$1/$2"[0-9]*.json 2>/dev/null | sort -V; }
 
-# Shared jq definitions: medians, fixed decimals, first-seen order.
+# runs_of DIR KIND: sets the caller's `files` to the runs' JSON of `weir-bench KIND`;
+# without any, says so in the document and fails (the section is then that line alone).
+runs_of() {
+  mapfile -t files < <(files_of "$1" "$2")
+  [ ${#files[@]} -gt 0 ] && return 0
+  echo "No \`weir-bench $2\` JSON in this set of runs."
+  echo
+  return 1
+}
+
+# Shared jq definitions: medians, fixed decimals, first-seen order, grouping.
 JQ_LIB='
 def median: map(select(. != null)) | sort
   | if length == 0 then null
@@ -108,31 +118,42 @@ def fmt($d): if . == null then "-" else
 def range_of($d): map(select(. != null)) | if length == 0 then "-"
   else (min | fmt($d)) + "-" + (max | fmt($d)) end;
 def uniq_ordered: reduce .[] as $x ([]; if any(.[]; . == $x) then . else . + [$x] end);
+def groups(key): . as $all | map(key) | uniq_ordered[] as $k | [$k, ($all | map(select(key == $k)))];
 '
+
+# table INTRO KEEP KEY HEAD ALIGN ROW FILE...: the table every section is built of. INTRO
+# (a paragraph; none when empty), then over the runs' rows that the jq filter KEEP keeps,
+# one line per value of the jq filter KEY in first-seen order: the header HEAD and ALIGN,
+# then ROW, a jq expression giving the line from `$k` (the key) and `$g` (the rows with
+# that key, from every run); then a blank line.
+table() {
+  local intro=$1 keep=$2 key=$3 head=$4 align=$5 row=$6
+  shift 6
+  if [ -n "$intro" ]; then
+    echo "$intro"
+    echo
+  fi
+  jq -nr --arg head "$head" --arg align "$align" "$JQ_LIB"'
+    [inputs | select('"$keep"')] as $all
+    | $head, $align, ($all | groups('"$key"') as [$k, $g] | '"$row"')
+  ' "$@"
+  echo
+}
 
 render_gro() {
   local dir=$1 files
-  mapfile -t files < <(files_of "$dir" gro)
-  [ ${#files[@]} -gt 0 ] || { echo "No \`weir-bench gro\` JSON in this set of runs."; echo; return; }
-  cat <<EOF
-Both implementations of a row run interleaved in chunks on the same bursts of mbufs (weir, and
+  runs_of "$dir" gro || return 0
+  table "Both implementations of a row run interleaved in chunks on the same bursts of mbufs (weir, and
 DPDK's \`rte_gro\` in heavyweight mode); ns per segment is the median chunk (TSC), and the
 ratio is \`rte_gro\`'s ns over weir's (weir's speed-up), the median of the runs' ratios.
 \`rr\`: flows interleaved one segment at a time; \`train\`: bursts of one flow's segments.
-Runs: ${#files[@]}.
-
-EOF
-  jq -nr "$JQ_LIB"'
-    [inputs | . + {run: input_filename}] as $all
-    | "| pattern | flows | window ns | weir ns/seg | rte_gro ns/seg | ratio (range) | weir seg/unit | rte_gro seg/unit |",
-      "|---|---:|---:|---:|---:|---|---:|---:|",
-      ($all | map([.pattern, .flows, .flush_ns]) | uniq_ordered[] as $k
-       | ($all | map(select([.pattern, .flows, .flush_ns] == $k))) as $g
-       | ($g | map(select(.impl == "weir"))) as $w
-       | ($g | map(select(.impl == "rte_gro"))) as $r
-       | "| \($k[0]) | \($k[1]) | \($k[2]) | \($w | map(.ns_per_segment) | median | fmt(1)) | \($r | map(.ns_per_segment) | median | fmt(1)) | **\($w | map(.ratio) | median | fmt(2))x** (\($w | map(.ratio) | range_of(2))) | \($w | map(.segments_per_unit) | median | fmt(1)) | \($r | map(.segments_per_unit) | median | fmt(1)) |")
-  ' "${files[@]}"
-  echo
+Runs: ${#files[@]}." true '[.pattern, .flows, .flush_ns]' \
+    "| pattern | flows | window ns | weir ns/seg | rte_gro ns/seg | ratio (range) | weir seg/unit | rte_gro seg/unit |" \
+    "|---|---:|---:|---:|---:|---|---:|---:|" \
+    '($g | map(select(.impl == "weir"))) as $w
+     | ($g | map(select(.impl == "rte_gro"))) as $r
+     | "| \($k[0]) | \($k[1]) | \($k[2]) | \($w | map(.ns_per_segment) | median | fmt(1)) | \($r | map(.ns_per_segment) | median | fmt(1)) | **\($w | map(.ratio) | median | fmt(2))x** (\($w | map(.ratio) | range_of(2))) | \($w | map(.segments_per_unit) | median | fmt(1)) | \($r | map(.segments_per_unit) | median | fmt(1)) |"' \
+    "${files[@]}"
   # weir at 4,096 flows over 1 flow: the interleaved pair (gro's stderr) and the rows.
   local errs=() f pairs
   for f in "${files[@]}"; do [ -f "${f%.json}.err" ] && errs+=("${f%.json}.err"); done
@@ -148,8 +169,7 @@ EOF
     | ($all | map(select(.impl == "weir"))) as $w
     | "| pattern | window ns | measured interleaved (range) | runs within 3x | from the rows |",
       "|---|---:|---|---:|---:|",
-      ($w | map([.pattern, .flush_ns]) | uniq_ordered[] as $k
-       | ($w | map(select(.pattern == $k[0] and .flush_ns == $k[1]))) as $g
+      ($w | groups([.pattern, .flush_ns]) as [$k, $g]
        | [($g | map(.run) | uniq_ordered[]) as $run
           | ($g | map(select(.run == $run))) as $gr
           | ($gr | map(select(.flows == 4096)) | first | .ns_per_segment) as $many
@@ -183,8 +203,7 @@ EOF
 
 render_e2e() {
   local dir=$1 files
-  mapfile -t files < <(files_of "$dir" e2e)
-  [ ${#files[@]} -gt 0 ] || { echo "No \`weir-bench e2e\` JSON in this set of runs."; echo; return; }
+  runs_of "$dir" e2e || return 0
   jq -nr "$JQ_LIB"'
     [inputs | . + {run: input_filename}] as $all
     | ($all | map(select(.model != null))) as $h
@@ -219,65 +238,42 @@ render_e2e() {
 
 render_tcp() {
   local dir=$1 files
-  mapfile -t files < <(files_of "$dir" tcp)
-  [ ${#files[@]} -gt 0 ] || { echo "No \`weir-bench tcp\` JSON in this set of runs."; echo; return; }
-  echo "In-order receive with its ACK decision, per wire segment (runs of 45 and of 1), and ACK building, on in-memory buffers. Runs: ${#files[@]}."
-  echo
-  jq -nr "$JQ_LIB"'
-    [inputs | select(.side != "send")] as $all
-    | "| bench | ns/segment | ns/ACK | segments/ACK |", "|---|---:|---:|---:|",
-      ($all | map(.bench) | uniq_ordered[] as $b
-       | ($all | map(select(.bench == $b))) as $g
-       | "| \($b) | \($g | map(.ns_per_segment) | median | fmt(1)) | \($g | map(.ns_per_ack) | median | fmt(1)) | \($g | map(.segments_per_ack) | median | fmt(2)) |")
-  ' "${files[@]}"
-  echo
+  runs_of "$dir" tcp || return 0
+  table "In-order receive with its ACK decision, per wire segment (runs of 45 and of 1), and ACK building, on in-memory buffers. Runs: ${#files[@]}." \
+    '.side != "send"' .bench \
+    "| bench | ns/segment | ns/ACK | segments/ACK |" "|---|---:|---:|---:|" \
+    '"| \($k) | \($g | map(.ns_per_segment) | median | fmt(1)) | \($g | map(.ns_per_ack) | median | fmt(1)) | \($g | map(.segments_per_ack) | median | fmt(2)) |"' \
+    "${files[@]}"
   # The send side (rows with "side": "send"; runs from before it was measured have none).
   if jq -e 'select(.side == "send")' "${files[@]}" >/dev/null 2>&1; then
-    echo "The send side on a connection the peer's window and cwnd never limit: ns per data segment in \`poll_tx\` (\`tcp_send_segment\`), and ns per ACK the sender processes, acknowledging two segments each (\`tcp_ack_rx_cumulative\`) or carrying 1-3 SACK blocks of open holes (\`tcp_ack_rx_sack1\`-\`3\`); what each row times: \`apps/src/bench/tcp.rs\`. Each is also given over the receive side's ns per wire segment of the same run (runs of 45, runs of 1): the median of the runs' ratios."
-    echo
-    jq -nr "$JQ_LIB"'
-      [inputs | select(.side == "send")] as $all
-      | "| bench | ns/segment | ns/ACK | over receive run45 (range) | over receive run1 (range) |", "|---|---:|---:|---|---|",
-        ($all | map(.bench) | uniq_ordered[] as $b
-         | ($all | map(select(.bench == $b))) as $g
-         | "| \($b) | \($g | map(.ns_per_segment) | median | fmt(1)) | \($g | map(.ns_per_ack) | median | fmt(1)) | \($g | map(.vs_receive_run45) | median | fmt(2))x (\($g | map(.vs_receive_run45) | range_of(2))) | \($g | map(.vs_receive_run1) | median | fmt(2))x (\($g | map(.vs_receive_run1) | range_of(2))) |")
-    ' "${files[@]}"
-    echo
+    table "The send side on a connection the peer's window and cwnd never limit: ns per data segment in \`poll_tx\` (\`tcp_send_segment\`), and ns per ACK the sender processes, acknowledging two segments each (\`tcp_ack_rx_cumulative\`) or carrying 1-3 SACK blocks of open holes (\`tcp_ack_rx_sack1\`-\`3\`); what each row times: \`apps/src/bench/tcp.rs\`. Each is also given over the receive side's ns per wire segment of the same run (runs of 45, runs of 1): the median of the runs' ratios." \
+      '.side == "send"' .bench \
+      "| bench | ns/segment | ns/ACK | over receive run45 (range) | over receive run1 (range) |" "|---|---:|---:|---|---|" \
+      '"| \($k) | \($g | map(.ns_per_segment) | median | fmt(1)) | \($g | map(.ns_per_ack) | median | fmt(1)) | \($g | map(.vs_receive_run45) | median | fmt(2))x (\($g | map(.vs_receive_run45) | range_of(2))) | \($g | map(.vs_receive_run1) | median | fmt(2))x (\($g | map(.vs_receive_run1) | range_of(2))) |"' \
+      "${files[@]}"
   fi
 }
 
 render_stages() {
   local dir=$1 files
-  mapfile -t files < <(files_of "$dir" stages)
-  [ ${#files[@]} -gt 0 ] || { echo "No \`weir-bench stages\` JSON in this set of runs."; echo; return; }
-  echo "Each receive-path stage timed separately on the same in-memory input (what each row covers: [lab.md](lab.md), \"Per-stage cost\"). Runs: ${#files[@]}."
-  echo
-  jq -nr "$JQ_LIB"'
-    [inputs] as $all
-    | "| stage | ns/segment | ns/call | ns/ACK |", "|---|---:|---:|---:|",
-      ($all | map(.stage) | uniq_ordered[] as $s
-       | ($all | map(select(.stage == $s))) as $g
-       | "| \($s) | \($g | map(.ns_per_segment) | median | fmt(2)) | \($g | map(.ns_per_call) | median | fmt(2)) | \($g | map(.ns_per_ack) | median | fmt(2)) |")
-  ' "${files[@]}"
-  echo
+  runs_of "$dir" stages || return 0
+  table "Each receive-path stage timed separately on the same in-memory input (what each row covers: [lab.md](lab.md), \"Per-stage cost\"). Runs: ${#files[@]}." \
+    true .stage \
+    "| stage | ns/segment | ns/call | ns/ACK |" "|---|---:|---:|---:|" \
+    '"| \($k) | \($g | map(.ns_per_segment) | median | fmt(2)) | \($g | map(.ns_per_call) | median | fmt(2)) | \($g | map(.ns_per_ack) | median | fmt(2)) |"' \
+    "${files[@]}"
 }
 
 render_csum() {
   local dir=$1 files
-  mapfile -t files < <(files_of "$dir" csum)
-  [ ${#files[@]} -gt 0 ] || { echo "No \`weir-bench csum\` JSON in this set of runs."; echo; return; }
-  echo "weir's Internet checksum (\`stack::wire::checksum::add\`, then \`fold\`) beside DPDK's \`rte_raw_cksum\` on the same buffers: as dpdk-sys compiles it for weir (-O2), and at -O3 as DPDK builds its libraries. In cache: one buffer summed again and again; out of cache: a 64 MiB set walked in order. GB/s is the median over the runs of each run's median chunk; the ratio is the DPDK function's time over weir's (above 1, weir is faster), the median of the runs' ratios. The target: weir at least as fast in every row. Runs: ${#files[@]}."
-  echo
-  jq -nr "$JQ_LIB"'
-    [inputs | select(.bench == "csum")] as $all
-    | "| bytes | cache | buffers | weir GB/s | rte_raw_cksum GB/s | ratio (range) | rte_raw_cksum -O3 GB/s | ratio (range) | weir at least as fast |",
-      "|---:|---|---:|---:|---:|---|---:|---|---|",
-      ($all | map([.len, .cache]) | uniq_ordered[] as $k
-       | ($all | map(select(.len == $k[0] and .cache == $k[1]))) as $g
-       | ($g | map(.ratio) | median) as $r | ($g | map(.ratio_o3) | median) as $r3
-       | "| \($k[0]) | \($k[1]) | \($g | map(.buffers) | median | fmt(0)) | \($g | map(.weir_gbps) | median | fmt(2)) | \($g | map(.rte_raw_cksum_gbps) | median | fmt(2)) | **\($r | fmt(2))x** (\($g | map(.ratio) | range_of(2))) | \($g | map(.rte_raw_cksum_o3_gbps) | median | fmt(2)) | **\($r3 | fmt(2))x** (\($g | map(.ratio_o3) | range_of(2))) | \(if $r >= 1 and $r3 >= 1 then "yes" else "no" end) |")
-  ' "${files[@]}"
-  echo
+  runs_of "$dir" csum || return 0
+  table "weir's Internet checksum (\`stack::wire::checksum::add\`, then \`fold\`) beside DPDK's \`rte_raw_cksum\` on the same buffers: as dpdk-sys compiles it for weir (-O2), and at -O3 as DPDK builds its libraries. In cache: one buffer summed again and again; out of cache: a 64 MiB set walked in order. GB/s is the median over the runs of each run's median chunk; the ratio is the DPDK function's time over weir's (above 1, weir is faster), the median of the runs' ratios. The target: weir at least as fast in every row. Runs: ${#files[@]}." \
+    '.bench == "csum"' '[.len, .cache]' \
+    "| bytes | cache | buffers | weir GB/s | rte_raw_cksum GB/s | ratio (range) | rte_raw_cksum -O3 GB/s | ratio (range) | weir at least as fast |" \
+    "|---:|---|---:|---:|---:|---|---:|---|---|" \
+    '($g | map(.ratio) | median) as $r | ($g | map(.ratio_o3) | median) as $r3
+     | "| \($k[0]) | \($k[1]) | \($g | map(.buffers) | median | fmt(0)) | \($g | map(.weir_gbps) | median | fmt(2)) | \($g | map(.rte_raw_cksum_gbps) | median | fmt(2)) | **\($r | fmt(2))x** (\($g | map(.ratio) | range_of(2))) | \($g | map(.rte_raw_cksum_o3_gbps) | median | fmt(2)) | **\($r3 | fmt(2))x** (\($g | map(.ratio_o3) | range_of(2))) | \(if $r >= 1 and $r3 >= 1 then "yes" else "no" end) |"' \
+    "${files[@]}"
 }
 
 # The sections, in the document's order: key, heading, renderer.
@@ -323,7 +319,7 @@ splice() {
 }
 
 render() {
-  local dir=$1 meta date commit machine tsc cpu nproc load args runs_line newest
+  local dir=$1 meta date commit machine tsc cpu nproc load args runs_line newest entry key heading fn
   meta=$dir/meta.json
   if [ -f "$meta" ]; then
     date=$(jq -r .date "$meta")
@@ -362,21 +358,12 @@ render() {
     echo "On a shared or virtual machine absolute figures move between runs; compare the ratios, which come"
     echo "from measurements taken side by side ([decisions/measurement-method.md](decisions/measurement-method.md))."
     echo
-    echo '## GRO: weir against DPDK'"'"'s rte_gro (`weir-bench gro`)'
-    echo
-    render_gro "$dir"
-    echo '## End to end: weir-gen to the receiver (`weir-bench e2e`)'
-    echo
-    render_e2e "$dir"
-    echo '## TCP receive and send (`weir-bench tcp`)'
-    echo
-    render_tcp "$dir"
-    echo '## Per-stage cost (`weir-bench stages`)'
-    echo
-    render_stages "$dir"
-    echo '## Checksum: weir against rte_raw_cksum (`weir-bench csum`)'
-    echo
-    render_csum "$dir"
+    for entry in "${SECTIONS[@]}"; do
+      IFS='|' read -r key heading fn <<<"$entry"
+      echo "$heading"
+      echo
+      "$fn" "$dir"
+    done
   } | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' >"$out.new"
   mv "$out.new" "$out"
   echo "wrote $out"

@@ -42,21 +42,9 @@ flows_body() {
 
 name=queues2
 echo "== case: weir-sink --queues 2, $FLOWS socat flows of $MB MiB at once"
-(
-  tapns_create
-  tapns_spawn "$work/$name.log" "$SINK" --no-pci --no-huge -m 512 -l 0-1 \
-    "--vdev=net_tap0,iface=$WEIR_TAP" "--file-prefix=wr-queues-$$" --log-level='*:warning' -- \
-    --quiet --digest --queues 2 --ip "$WEIR_IP4" --port 5002 --stats-json "$work/$name.json"
-  pid=$TAPNS_LAST_PID
-  tapns_wait_tap 60
-  tapns_wait_reachable "$WEIR_IP4" 30
-  flows_body "$name"
-  wait_senders_done 60
-  sleep 0.5
-  kill -INT "$pid"
-  wait "$pid"
-  TAPNS_PIDS=()
-) || { echo "  session $name failed; weir-sink log:"; tail -20 "$work/$name.log"; exit 1; }
+BODY=flows_body session "$name" --no-pci --no-huge -m 512 -l 0-1 \
+  "--vdev=net_tap0,iface=$WEIR_TAP" "--file-prefix=wr-queues-$$" --log-level='*:warning' -- \
+  --queues 2 --ip "$WEIR_IP4"
 
 bytes=$((FLOWS * MB * 1024 * 1024))
 check "tcp_bytes_in_order equals what the kernel sent" eq "$(j $name .tcp_bytes_in_order)" "$bytes"

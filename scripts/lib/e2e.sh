@@ -56,15 +56,26 @@ wait_senders_done() {
   done
 }
 
-# session NAME [weir-sink options...]: one weir-sink in a new namespace (in a subshell),
-# driven by the function named in $BODY (called with NAME), stopped with SIGINT. Its
-# JSON is $work/NAME.json, its log $work/NAME.log.
+# session NAME [EAL options... --] [weir-sink options...]: one weir-sink in a new namespace
+# (named after $WEIR_NS_PREFIX, in a subshell), driven by the function named in $BODY
+# (called with NAME), stopped with SIGINT. weir-sink listens on 5001 and 5002 with
+# digests, before the options given; EAL options, when given, replace its default EAL
+# (which takes its tap from --tap-iface and one lcore per --queues). Its JSON is
+# $work/NAME.json, its log $work/NAME.log.
 session() {
   local name=$1; shift
+  local eal=() opts=("$@") i
+  for i in "${!opts[@]}"; do
+    if [ "${opts[i]}" = -- ]; then
+      eal=("${opts[@]:0:i+1}")
+      opts=("${opts[@]:i+1}")
+      break
+    fi
+  done
   (
     tapns_create
-    tapns_spawn "$work/$name.log" "$SINK" --quiet --digest --port 5001 --port 5002 \
-      --stats-json "$work/$name.json" "$@"
+    tapns_spawn "$work/$name.log" "$SINK" "${eal[@]}" --quiet --digest --port 5001 --port 5002 \
+      --stats-json "$work/$name.json" "${opts[@]}"
     local pid=$TAPNS_LAST_PID
     tapns_wait_tap 60
     tapns_wait_reachable "$WEIR_IP4" 30

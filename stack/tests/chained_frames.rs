@@ -18,6 +18,7 @@ use stack::wire::{
     parse, parse_chain_into, DropReason, LocalAddrs, Parsed, TcpFlags, TcpFrame, TcpOptions,
     Timestamp,
 };
+use testkit::app::read_readable;
 use testkit::frames::{echo4, OUR_IP4, OUR_IP6, OUR_MAC, PEER_IP4, PEER_IP6, PEER_MAC};
 
 /// A full segment at MTU 9000 with timestamps.
@@ -247,22 +248,6 @@ fn handshake(p: &mut Pipeline<ChainBuf>, pool: &mut ChainPool, now: Instant, v6:
     isn
 }
 
-fn read_all(p: &mut Pipeline<ChainBuf>, got: &mut Vec<u8>) {
-    let ids: Vec<_> = p.tcp().events().collect();
-    for e in ids {
-        if let Event::Readable(id) = e {
-            p.tcp()
-                .recv(id, |s| {
-                    for x in s {
-                        got.extend_from_slice(x.bytes());
-                    }
-                    s.iter().map(|x| x.len as usize).sum()
-                })
-                .expect("recv");
-        }
-    }
-}
-
 /// Jumbo segments arriving as chains of 2,048-byte buffers (and of odd sizes) reach the
 /// application byte for byte, with GRO on (runs of 7 up to 64 KiB, or longer with a larger
 /// `max_bytes`) and off; every segment is freed once the bytes are read.
@@ -307,11 +292,11 @@ fn chained_jumbo_segments_reach_the_application() {
                     p.handle_rx_burst(now, &mut b);
                     now += Duration::from_micros(200);
                     p.handle_timeout(now);
-                    read_all(&mut p, &mut got);
+                    read_readable(&mut p, &mut got);
                     let _ = sent(&mut p, &mut tx, now, v6);
                 }
                 p.flush_gro(now);
-                read_all(&mut p, &mut got);
+                read_readable(&mut p, &mut got);
                 let st = p.stats();
                 let what = format!("v6 {v6} gro {gro:?} seg_len {seg_len}");
                 assert_eq!(got.len(), want.len(), "{what}");

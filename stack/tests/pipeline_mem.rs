@@ -13,6 +13,7 @@ use stack::seq::SeqNumber;
 use stack::tcp::{Event, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::{parse, LocalAddrs, Parsed, TcpFlags, TcpFrame, TcpOptions, Timestamp};
+use testkit::app::read_readable;
 use testkit::frames::{OUR_IP4, OUR_MAC, PEER_IP4, PEER_MAC};
 
 const MSS: usize = 1448;
@@ -128,19 +129,7 @@ fn send_run(
     // held run goes to TCP, so this call sees every ACK its segments cause.
     let now = now + Duration::from_micros(200);
     p.handle_timeout(now);
-    let ids: Vec<_> = p.tcp().events().collect();
-    for e in ids {
-        if let Event::Readable(id) = e {
-            p.tcp()
-                .recv(id, |s| {
-                    for x in s {
-                        got.extend_from_slice(x.bytes());
-                    }
-                    s.iter().map(|x| x.len as usize).sum()
-                })
-                .expect("recv");
-        }
-    }
+    read_readable(p, got);
     // ACKs the segments themselves triggered: window updates after the application
     // consumed (tcp_cleanup_rbuf) are a separate decision and not counted here.
     let before = p.stats().ack;
@@ -242,16 +231,7 @@ fn buffers_the_application_read_are_freed_by_the_next_poll_tx() {
     }
     p.handle_rx_burst(now, &mut b);
     assert_eq!(rx_pool.in_use(), 8, "held by TCP until read");
-    let mut read = 0;
-    let ids: Vec<_> = p.tcp().events().collect();
-    for e in ids {
-        if let Event::Readable(id) = e {
-            read += p
-                .tcp()
-                .recv(id, |s| s.iter().map(|x| x.len as usize).sum())
-                .expect("recv");
-        }
-    }
+    let read = read_readable(&mut p, &mut Vec::new());
     assert_eq!(read, 8 * MSS);
     // Read buffers are gathered and freed together, at the latest in the next poll_tx.
     let mut out = Burst::new();

@@ -385,6 +385,39 @@ fn reply_queue(rss: &Rss, local: IpAddr, remote: SocketAddr, local_port: u16) ->
     rss.reta().queue(h)
 }
 
+/// The RSS connect tests' loop over the address families: for IPv4, then IPv6, a fresh
+/// fixture with `c` in which `open(h, local, remote)` opens connections from our address
+/// to the peer's and returns how many SYNs they send and what the test keeps of them.
+/// Returns, per family, our address, what `open` kept, and the SYN frames (exactly that
+/// many, all in one `poll_tx`).
+fn per_family<T>(
+    c: &TcpConfig,
+    mut open: impl FnMut(&mut Fixture, IpAddr, SocketAddr) -> (usize, T),
+) -> Vec<(IpAddr, T, Vec<Vec<u8>>)> {
+    let families = [
+        (IpAddr::from(OUR_IP4), remote()),
+        (
+            IpAddr::from(OUR_IP6),
+            SocketAddr::new(PEER_IP6.into(), PEER_PORT),
+        ),
+    ];
+    families
+        .into_iter()
+        .map(|(local, remote)| {
+            let mut h = Fixture::with_cfg(c.clone(), AckPolicy::linux());
+            let (n, kept) = open(&mut h, local, remote);
+            let mut out = stack::driver::Burst::new();
+            assert_eq!(
+                h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false),
+                n,
+                "{local}"
+            );
+            let syns = out.into_iter().map(|b| b.into_vec()).collect();
+            (local, kept, syns)
+        })
+        .collect()
+}
+
 /// F-Stack's rule (`in_pcb_lport_dest` with `ff_rss_check`; mTCP's per-core port pools):
 /// with `ConnectOpts::rx_queue`, the ephemeral port is one whose reply 4-tuple the port's
 /// Toeplitz hash and RETA send to that queue, for IPv4 and IPv6; every port is distinct
@@ -393,14 +426,7 @@ fn reply_queue(rss: &Rss, local: IpAddr, remote: SocketAddr, local_port: u16) ->
 fn rss_ephemeral_port_lands_on_the_asked_queue_v4_and_v6() {
     let c = rss_cfg(32768..=60999);
     let rss = c.rss.clone().expect("rss");
-    for (local, remote) in [
-        (IpAddr::from(OUR_IP4), remote()),
-        (
-            IpAddr::from(OUR_IP6),
-            SocketAddr::new(PEER_IP6.into(), PEER_PORT),
-        ),
-    ] {
-        let mut h = Fixture::with_cfg(c.clone(), AckPolicy::linux());
+    let runs = per_family(&c, |h, local, remote| {
         let mut ports = std::collections::HashSet::new();
         let mut other_queues = 0;
         for q in 0..4u16 {
@@ -418,17 +444,16 @@ fn rss_ephemeral_port_lands_on_the_asked_queue_v4_and_v6() {
             let port = h.tcp.flow(id).expect("flow").dport;
             other_queues |= 1u8 << reply_queue(&rss, local, remote, port);
         }
-        let mut out = stack::driver::Burst::new();
-        assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 4 * 17);
-        let peer = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), Some(PEER_IP6));
-        let sent: std::collections::HashSet<u16> = out
-            .into_iter()
-            .map(
-                |b| match parse(&b.into_vec(), RxChecksum::default(), &peer) {
-                    Parsed::Tcp(m) if m.flags == TcpFlags::SYN => m.flow.sport,
-                    other => panic!("a SYN expected: {other:?}"),
-                },
-            )
+        (4 * 17, (ports, other_queues))
+    });
+    let peer = LocalAddrs::new(PEER_MAC, Some(PEER_IP4), Some(PEER_IP6));
+    for (_, (ports, other_queues), syns) in runs {
+        let sent: std::collections::HashSet<u16> = syns
+            .iter()
+            .map(|f| match parse(f, RxChecksum::default(), &peer) {
+                Parsed::Tcp(m) if m.flags == TcpFlags::SYN => m.flow.sport,
+                other => panic!("a SYN expected: {other:?}"),
+            })
             .collect();
         assert!(
             ports.is_subset(&sent),
@@ -543,14 +568,7 @@ fn rss_answers_to_an_active_open_arrive_on_its_queue_with_2_queues() {
         ..rss_cfg(32768..=60999)
     };
     let rss = c.rss.clone().expect("rss");
-    for (local, remote) in [
-        (IpAddr::from(OUR_IP4), remote()),
-        (
-            IpAddr::from(OUR_IP6),
-            SocketAddr::new(PEER_IP6.into(), PEER_PORT),
-        ),
-    ] {
-        let mut h = Fixture::with_cfg(c.clone(), AckPolicy::linux());
+    let runs = per_family(&c, |h, local, remote| {
         let mut asked = Vec::new();
         for k in 0..32u16 {
             let mut o = opts();
@@ -558,11 +576,12 @@ fn rss_answers_to_an_active_open_arrive_on_its_queue_with_2_queues() {
             h.tcp.connect(h.now, local, remote, o).expect("connect");
             asked.push(k % 2);
         }
-        let mut out = stack::driver::Burst::new();
-        assert_eq!(h.tcp.poll_tx(h.now, &mut h.pool, &mut out, false), 32);
-        let landed: Vec<u16> = out
-            .into_iter()
-            .map(|b| rss.queue_of_frame(&reply_frame(&b.into_vec())))
+        (asked.len(), asked)
+    });
+    for (local, asked, syns) in runs {
+        let landed: Vec<u16> = syns
+            .iter()
+            .map(|f| rss.queue_of_frame(&reply_frame(f)))
             .collect();
         assert_eq!(landed, asked, "{local}: each answer on the opening queue");
     }

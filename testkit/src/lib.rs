@@ -1,6 +1,7 @@
 //! Test support for weir, with no DPDK: everything runs on `stack`'s in-memory buffers
 //! (`stack::mem`) and a virtual clock, so it builds and runs on any machine.
 //!
+//! - [`app`]: the application's side of a pipeline in tests (read what became readable);
 //! - [`frames`]: frames as a peer sends them (addresses, TCP segments, ARP/ICMP/ND
 //!   requests, byte edits with checksum repair) and the peer's view of what weir sends;
 //! - [`corpus`]: the malformed-frame corpus, one frame at least per parse drop reason;
@@ -22,6 +23,7 @@
 //! real host. Every address here is inside them.
 #![allow(clippy::unwrap_used)] // a failed unwrap in a test helper is a failed test
 
+pub mod app;
 pub mod client;
 pub mod corpus;
 pub mod frames;
