@@ -11,6 +11,7 @@ pub mod capture;
 pub mod config;
 pub mod eal_args;
 pub mod gen;
+pub mod heap;
 pub mod lab;
 pub mod logs;
 pub mod metrics;

@@ -10,12 +10,15 @@
 //! - [`stages`]: ns per segment of each receive-path stage;
 //! - [`rr_stages`]: ns per request/response transaction of each stage of the answering side;
 //! - [`tap`]: the kernel's TCP over net_tap into weir-sink, beside `weir-sink --drop`;
+//! - [`conns`]: many established connections on one core (up to a million): handshakes
+//!   per second, heap per connection, cycles per segment, every connection's bytes;
 //! - [`rr`]: request/response transactions between two weir stacks over the ring pair;
 //! - [`kernel_rr`]: the kernel's request/response on plain sockets (server and client),
 //!   the anchor of `weir-bench rr`;
 //! - [`latency`] and [`rr_bytes`]: the latency histogram and the transaction bytes of the
 //!   request/response benchmarks.
 
+pub mod conns;
 pub mod csum;
 pub mod e2e;
 pub mod gro;

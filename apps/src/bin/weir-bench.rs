@@ -2,6 +2,10 @@
 
 use clap::{Parser, Subcommand};
 
+/// Counts each thread's heap, for `weir-bench conns`'s memory per connection.
+#[global_allocator]
+static HEAP: apps::heap::Counting = apps::heap::Counting;
+
 #[derive(Parser)]
 #[command(
     name = "weir-bench",
@@ -139,6 +143,37 @@ enum Cmd {
     /// latency percentiles, cycles per transaction on each side, segments and ACKs per
     /// transaction. Every answer is checked byte for byte.
     Rr(RrArgs),
+    /// Many established connections on one core (up to a million): a weir client opens
+    /// them to a weir receiver over the ring pair and sends each a small message in turn;
+    /// handshakes per second, the receiver's heap per connection, its cycles per segment,
+    /// and every connection's bytes checked.
+    Conns {
+        /// Connection counts, one row each (comma-separated; the first is the anchor of
+        /// the cycles-per-segment ratio).
+        #[arg(long, value_delimiter = ',', default_values_t = [64u32, 1_000_000])]
+        conns: Vec<u32>,
+        /// Size the tables for at least this many connections (0: each row's count).
+        #[arg(long, default_value_t = 0)]
+        tables: u32,
+        /// Listening ports on the receiver (each takes up to 64,512 connections).
+        #[arg(long, default_value_t = 20)]
+        ports: u16,
+        /// Seconds of the data phase.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Messages per second, all connections together.
+        #[arg(long, default_value_t = 100_000)]
+        rate: u64,
+        /// Bytes per message.
+        #[arg(long, default_value_t = 64)]
+        message: u32,
+        /// One JSON object per row.
+        #[arg(long)]
+        json: bool,
+        /// DPDK's memory on 2 MiB hugepages (reserve them first: scripts/setup-hugepages.sh).
+        #[arg(long)]
+        hugepages: bool,
+    },
     /// Kernel TCP over net_tap into weir-sink, beside a bare receive-and-free loop.
     Tap {
         /// One JSON object per row.
@@ -293,6 +328,25 @@ fn main() -> std::process::ExitCode {
             memory: apps::eal_args::Memory::from_flag(a.hugepages),
             impair: a.impair,
             rx_burst: a.rx_burst,
+        }),
+        Cmd::Conns {
+            conns,
+            tables,
+            ports,
+            seconds,
+            rate,
+            message,
+            json,
+            hugepages,
+        } => apps::bench::conns::run(&apps::bench::conns::Options {
+            conns,
+            tables,
+            ports,
+            seconds,
+            rate,
+            message,
+            json,
+            memory: apps::eal_args::Memory::from_flag(hugepages),
         }),
         Cmd::Tcp { json } => apps::bench::tcp::run(json),
         Cmd::Stages { json } => apps::bench::stages::run(json),
