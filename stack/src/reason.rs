@@ -89,7 +89,8 @@ mod tests {
                 "burst_end",
                 "eviction",
                 "passthrough",
-                "shutdown"
+                "shutdown",
+                "bypass"
             ]
         );
         let ack: Vec<_> = AckReason::ALL.iter().map(|r| r.name()).collect();
@@ -111,7 +112,7 @@ mod tests {
             ]
         );
         for (i, r) in FlushReason::ALL.iter().enumerate() {
-            assert_eq!((r.index(), FlushReason::COUNT), (i, 8));
+            assert_eq!((r.index(), FlushReason::COUNT), (i, 9));
             assert_eq!(r.to_string(), r.name());
         }
         for (i, r) in AckReason::ALL.iter().enumerate() {

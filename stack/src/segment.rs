@@ -91,7 +91,7 @@ impl<B: crate::buf::PacketBuf> Segment<B> {
 
     /// The header fields of one wire segment `meta` received at `now` (both fills).
     #[inline(always)]
-    fn set_header(&mut self, meta: &TcpMeta, now: Instant) {
+    pub(crate) fn set_header(&mut self, meta: &TcpMeta, now: Instant) {
         self.flow = meta.flow;
         self.peer_mac = meta.src_mac;
         self.local_mac = meta.dst_mac;

@@ -425,3 +425,151 @@ fn evicted_run_is_not_continued_by_its_template() {
     let flow0: Vec<u16> = ua.iter().filter(|u| u.0 == ua[0].0).map(|u| u.7).collect();
     assert_eq!(flow0, vec![2, 2]);
 }
+
+/// A frame of the fast layout (IPv4, NOP NOP TS, checksums verified by the NIC) from flow
+/// `flow` at sequence offset `off`, `len` bytes, with `flags`.
+fn fast_frame(flow: u16, off: u32, len: u16, flags: TcpFlags) -> VecBuf {
+    let seq = 1_000_000u32.wrapping_add(off);
+    let f = TcpFrame {
+        src_mac: PEER_MAC,
+        dst_mac: OUR_MAC,
+        vlan: None,
+        src_ip: Ipv4Addr::new(198, 19, (flow >> 8) as u8, flow as u8).into(),
+        dst_ip: OUR_IP4.into(),
+        sport: 40_000 + flow,
+        dport: 5201,
+        seq: SeqNumber(seq),
+        ack: SeqNumber(77),
+        flags,
+        window: 512,
+        opts: TcpOptions {
+            timestamp: Some(Timestamp {
+                tsval: 100,
+                tsecr: 7,
+            }),
+            ..TcpOptions::default()
+        },
+        ttl: 64,
+        ip_id: 0,
+    };
+    let payload: Vec<u8> = (0..u32::from(len))
+        .map(|i| (seq.wrapping_add(i) % 251) as u8)
+        .collect();
+    VecBuf::from_vec(f.to_vec(&payload)).with_rx_checksum(RxChecksum {
+        ip: ChecksumStatus::Good,
+        l4: ChecksumStatus::Good,
+    })
+}
+
+/// The frame path's form of the PSH bypass (`Gro::handle`, before the flow hash and
+/// signature): a PSH frame taken by `handle_frame` while nothing is held leaves exactly as
+/// it does through the table while another flow's run is held, and as the parsed path
+/// emits it: the same unit, fields, payload and counters.
+#[test]
+fn psh_frame_with_nothing_held_leaves_as_through_the_table() {
+    let psh = || fast_frame(1, 0, 64, TcpFlags::ACK | TcpFlags::PSH);
+    let local = local();
+    let now = Instant::from_nanos(5_000);
+    let cfg = GroConfig {
+        flush_ns: Duration::from_nanos(20_000),
+        ..GroConfig::default()
+    };
+    let mut empty: Gro<VecBuf> = Gro::new(cfg);
+    let mut busy: Gro<VecBuf> = Gro::new(cfg);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    assert!(empty
+        .handle_frame(now, psh(), &local, &mut |s| a.push(unit(s)))
+        .is_ok());
+    let other = fast_frame(9, 0, 1448, TcpFlags::ACK);
+    assert!(busy
+        .handle_frame(now, other, &local, &mut |s| b.push(unit(s)))
+        .is_ok());
+    assert!(busy
+        .handle_frame(now, psh(), &local, &mut |s| b.push(unit(s)))
+        .is_ok());
+    assert_eq!(busy.held_runs(), 1, "the other flow's run stays held");
+    assert_eq!(a.len(), 1);
+    assert_eq!(a, b);
+    // The parsed path gives the same unit.
+    let mut parsed_gro: Gro<VecBuf> = Gro::new(cfg);
+    let mut c = Vec::new();
+    let buf = psh();
+    let mut parsed = Parsed::Drop(DropReason::TruncatedEthernet);
+    parse_into(buf.data(), buf.rx_checksum(), &local, &mut parsed);
+    let Parsed::Tcp(m) = &parsed else {
+        panic!("the PSH frame does not parse: {parsed:?}");
+    };
+    parsed_gro.handle_segment(now, m, buf, &mut |s| c.push(unit(s)));
+    assert_eq!(a, c);
+    let (s, t) = (empty.stats(), busy.stats());
+    assert_eq!(s.flushed(stack::gro::FlushReason::Flags), 1);
+    assert_eq!(t.flushed(stack::gro::FlushReason::Flags), 1);
+    assert_eq!((s.segments_in, s.segments_out, s.units_out), (1, 1, 1));
+    assert_eq!((t.segments_in - 1, t.segments_out, t.units_out), (1, 1, 1));
+    assert_eq!(format!("{s:?}"), format!("{:?}", parsed_gro.stats()));
+}
+
+/// The bypass of the table (many flows, every run one segment long) decides alike on
+/// frames and on parsed segments: 100 flows in turn, bursts of 32, `flush_ns = 0`, then
+/// one flow back to back; the same units and counters, a bypass begun and ended.
+#[test]
+fn bypass_decides_alike_on_frames_and_parsed_segments() {
+    let mut frames = Vec::new();
+    let mut k = 0u32;
+    for round in 0..40u32 {
+        for f in 0..100u16 {
+            k += 1;
+            frames.push((
+                fast_frame(f, round * 1448, 1448, TcpFlags::ACK),
+                10,
+                k % 32 == 0,
+            ));
+        }
+    }
+    for i in 0..8u32 {
+        frames.push((
+            fast_frame(3, (40 + i) * 1448, 1448, TcpFlags::ACK),
+            10,
+            i == 7,
+        ));
+    }
+    let run_with = |fast: bool| {
+        let mut gro: Gro<VecBuf> = Gro::new(GroConfig::default());
+        let mut units = Vec::new();
+        let mut parsed = Parsed::Drop(DropReason::TruncatedEthernet);
+        let local = local();
+        let mut now = 1_000u64;
+        for (buf, gap, end) in &frames {
+            now += gap;
+            let t = Instant::from_nanos(now);
+            let mut out = |s: &mut Segment<VecBuf>| units.push(unit(s));
+            let buf = VecBuf::from_vec(buf.data().to_vec()).with_rx_checksum(buf.rx_checksum());
+            let buf = if fast {
+                gro.handle_frame(t, buf, &local, &mut out).err()
+            } else {
+                Some(buf)
+            };
+            if let Some(buf) = buf {
+                parse_into(buf.data(), buf.rx_checksum(), &local, &mut parsed);
+                let Parsed::Tcp(m) = &parsed else {
+                    panic!("a generated frame does not parse: {parsed:?}");
+                };
+                gro.handle_segment(t, m, buf, &mut out);
+            }
+            if *end {
+                gro.end_of_burst(t, &mut out);
+            }
+        }
+        gro.flush_all(&mut |s| units.push(unit(s)));
+        (units, gro.stats().clone())
+    };
+    let (ua, sa) = run_with(true);
+    let (ub, sb) = run_with(false);
+    assert!(sa.bypasses >= 1, "{sa:?}");
+    assert!(sa.flushed(stack::gro::FlushReason::Bypass) > 1000, "{sa:?}");
+    assert_eq!(ua, ub);
+    assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
+    // The train at the end merged: the bypass ended on its second segment.
+    assert_eq!(ua.last().map(|u| u.7), Some(7));
+    assert_eq!(sa.segments_in, sa.segments_out);
+}

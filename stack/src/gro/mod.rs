@@ -482,6 +482,116 @@ impl<'a> Arrival<'a> {
     }
 }
 
+/// A received segment's header as [`Gro::handle`] first reads it, before it builds the
+/// [`Arrival`] (flow hash and header signature): what decides whether the segment goes to
+/// the table at all ([`Gro::straight`]), and the header of the unit of one it leaves as
+/// when it does not. Implemented for the parsed header ([`Gro::handle_segment`]) and the
+/// fast path's header words ([`Gro::handle_frame`]), so that both decide alike.
+trait Wire<'a> {
+    fn payload_len(&self) -> u16;
+    fn payload_off(&self) -> u16;
+    fn flags(&self) -> TcpFlags;
+    /// IP options or IPv6 extension headers (never merged).
+    fn ip_options(&self) -> bool;
+    /// A word that differs between two flows almost always (source address and both
+    /// ports): the bypass's "same flow again" check. Equal for equal flows on both paths;
+    /// a collision only ends a bypass early.
+    fn flow_tag(&self) -> u64;
+    /// The arrival the merge check reads; `frame` is the buffer it was parsed from.
+    fn arrival(&self, frame: &[u8]) -> Arrival<'a>;
+    /// Writes this segment's header fields into `one`, a unit of one received at `now`.
+    fn set_header<B: PacketBuf>(&self, one: &mut Segment<B>, now: Instant);
+}
+
+impl<'a> Wire<'a> for &'a TcpMeta {
+    #[inline(always)]
+    fn payload_len(&self) -> u16 {
+        self.payload_len
+    }
+    #[inline(always)]
+    fn payload_off(&self) -> u16 {
+        self.payload_off
+    }
+    #[inline(always)]
+    fn flags(&self) -> TcpFlags {
+        self.flags
+    }
+    #[inline(always)]
+    fn ip_options(&self) -> bool {
+        self.net.ip_options
+    }
+    #[inline(always)]
+    fn flow_tag(&self) -> u64 {
+        let w = self.flow.words();
+        w.0[1] ^ w.0[4]
+    }
+    #[inline(always)]
+    fn arrival(&self, frame: &[u8]) -> Arrival<'a> {
+        Arrival::of_meta(self, frame)
+    }
+    #[inline(always)]
+    fn set_header<B: PacketBuf>(&self, one: &mut Segment<B>, now: Instant) {
+        one.set_header(self, now);
+    }
+}
+
+impl Wire<'static> for FastTcpV4 {
+    #[inline(always)]
+    fn payload_len(&self) -> u16 {
+        self.payload_len
+    }
+    #[inline(always)]
+    fn payload_off(&self) -> u16 {
+        FastTcpV4::payload_off(self)
+    }
+    #[inline(always)]
+    fn flags(&self) -> TcpFlags {
+        self.flags
+    }
+    #[inline(always)]
+    fn ip_options(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn flow_tag(&self) -> u64 {
+        let w = FlowWords::v4(self.src, self.sport, self.dst, self.dport);
+        w.0[1] ^ w.0[4]
+    }
+    #[inline(always)]
+    fn arrival(&self, _frame: &[u8]) -> Arrival<'static> {
+        Arrival::of_fast(self)
+    }
+    #[inline(always)]
+    fn set_header<B: PacketBuf>(&self, one: &mut Segment<B>, now: Instant) {
+        one.flow = FlowKey::from_words(&FlowWords::v4(self.src, self.sport, self.dst, self.dport));
+        let mac = u128::from(self.macs[0]) | u128::from(self.macs[1]) << 64;
+        one.peer_mac = mac_bytes((mac >> 48) as u64);
+        one.local_mac = mac_bytes(mac as u64);
+        one.seq = SeqNumber(self.seq);
+        one.ack = SeqNumber(self.ack);
+        one.flags = self.flags;
+        one.window = self.window;
+        one.opts = NO_OPTS;
+        one.opts.timestamp = self.ts;
+        one.ts_last = self.ts;
+        one.segs = 1;
+        one.gso_size = self.payload_len;
+        one.first_rx = now;
+    }
+}
+
+/// Runs flushed one segment long in a row that begin a bypass of the table
+/// ([`Gro::maybe_bypass`]). With any real share of merges a streak this long is rare
+/// (at 1 run in 20 merging, 0.95^64 = 4% of streaks), and 64 runs of one cost GRO about
+/// 64 x 36 cycles more than passing them straight on (`weir-bench e2e` at 4,096 flows).
+const LONE_RUNS_TO_BYPASS: u32 = 64;
+/// Segments in the first bypass after a merge.
+const BYPASS_MIN: u32 = 256;
+/// Segments in the longest bypass: the most that can pass unmerged before the table is
+/// tried again, when the segments of a flow begin to arrive close enough to merge but
+/// never back to back (back to back ends a bypass at once).
+const BYPASS_MAX: u32 = 8192;
+
 /// The GRO stage of one pipeline: a flow table of held runs, the flush timer and counters.
 /// See the [module documentation](self) for the rules and the call order.
 pub struct Gro<B> {
@@ -516,6 +626,15 @@ pub struct Gro<B> {
     /// The header of the last run [`Gro::handle_frame`] merged into, which its next frame
     /// is compared against first (see `template.rs`); forgotten when the run is flushed.
     template: RunTemplate,
+    /// Runs flushed one segment long since the last run that held more (see
+    /// [`Gro::maybe_bypass`]).
+    lone_runs: u32,
+    /// Segments still to pass on without the table in the current bypass (0: none).
+    bypass_left: u32,
+    /// The length of the next bypass.
+    bypass_len: u32,
+    /// [`Wire::flow_tag`] of the current bypass's previous segment.
+    bypass_tag: u64,
 }
 
 impl<B: PacketBuf> Gro<B> {
@@ -544,6 +663,10 @@ impl<B: PacketBuf> Gro<B> {
             now: Instant::from_nanos(0),
             hold: cfg.flush_ns,
             template: RunTemplate::NONE,
+            lone_runs: 0,
+            bypass_left: 0,
+            bypass_len: BYPASS_MIN,
+            bypass_tag: u64::MAX,
         }
     }
 
@@ -574,27 +697,7 @@ impl<B: PacketBuf> Gro<B> {
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
     ) {
-        if meta.payload_len > 0
-            && meta.flags.intersects(ENDS_RUN)
-            && !meta.flags.intersects(NEVER_MERGE)
-            && !meta.net.ip_options
-            && self.table.oldest().is_none()
-        {
-            // Nothing is held for any flow, and a PSH or FIN segment never starts a run
-            // (`out_check_final`): it leaves as a unit of one, as it would through the
-            // table, but without the flow hash, header signature and lookup. This is the
-            // request/response case: every message ends in PSH, nothing can merge, and
-            // GRO would otherwise cost a lookup per message for nothing.
-            self.stats.segments_in += 1;
-            self.stats.held_segments += 1;
-            self.now = now;
-            self.one.fill_from_meta(meta, buf, now);
-            self.emit_filled(FlushReason::Flags, out);
-            self.spent.free();
-            return;
-        }
-        let a = Arrival::of_meta(meta, buf.data());
-        self.handle(now, &a, buf, out);
+        self.handle(now, &meta, buf, out);
         self.spent.free();
     }
 
@@ -612,6 +715,9 @@ impl<B: PacketBuf> Gro<B> {
         payload: &mut PayloadChain<B>,
         out: &mut impl FnMut(&mut Segment<B>),
     ) {
+        // A bypass ends here: a run is about to be looked for (and maybe started) without
+        // the bypass's checks. Ending it early is always safe (nothing is held in it).
+        self.bypass_left = 0;
         // No frame: the MAC addresses come from `meta` (the same signature).
         let a = Arrival::of_meta(meta, &[]);
         self.stats.segments_in += 1;
@@ -781,8 +887,7 @@ impl<B: PacketBuf> Gro<B> {
         let Some(f) = FastTcpV4::parse(buf.data(), buf.rx_checksum(), local) else {
             return Err(buf);
         };
-        let a = Arrival::of_fast(&f);
-        if let Some(s) = self.handle(now, &a, buf, out) {
+        if let Some(s) = self.handle(now, &f, buf, out) {
             // Merged and still held: the run's next frame is recognised by its header. Set
             // once per run (the template is kept while it names this slot).
             if self.template.slot != s {
@@ -859,17 +964,40 @@ impl<B: PacketBuf> Gro<B> {
     /// Returns the slot of the run `a` merged into if that run is still held and the
     /// previous segment was of the same flow (a streak worth a template: with flows
     /// interleaved segment by segment, a template would be replaced at every segment).
+    ///
+    /// With nothing held for any flow, a segment that would not be held either leaves at
+    /// once, before the flow hash, header signature and lookup are computed
+    /// ([`Gro::straight`]).
     #[inline(always)]
-    fn handle(
+    fn handle<'a, W: Wire<'a>>(
         &mut self,
         now: Instant,
-        a: &Arrival<'_>,
+        w: &W,
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
     ) -> Option<u32> {
         self.stats.segments_in += 1;
         self.stats.held_segments += 1;
         self.now = now;
+        if self.table.oldest().is_none() {
+            if let Some(reason) = self.straight(w) {
+                let one = &mut self.one;
+                if w.payload_len() > 0 {
+                    // Empty (emptied after the last unit), so there is room for one slice.
+                    let _ = one.payload.push(PayloadSlice {
+                        buf,
+                        off: w.payload_off(),
+                        len: w.payload_len(),
+                    });
+                } else {
+                    self.spent.push(buf);
+                }
+                w.set_header(&mut self.one, now);
+                self.emit_filled(reason, out);
+                return None;
+            }
+        }
+        let a = &w.arrival(buf.data());
         let prev = self.table.last();
         // An empty table holds no run to find (every idle flow's first segment, and every
         // segment of a workload whose messages end in PSH).
@@ -907,6 +1035,61 @@ impl<B: PacketBuf> Gro<B> {
         }
     }
 
+    /// With nothing held for any flow: the reason a segment leaves at once as a unit of
+    /// one, or `None` when it goes to the table. A segment that is never merged leaves as
+    /// [`FlushReason::Passthrough`] and a PSH or FIN data segment as [`FlushReason::Flags`]
+    /// (it never starts a run: `out_check_final`), exactly as through the table, where the
+    /// lookup could only answer "no run": request/response traffic, where every message
+    /// ends in PSH, costs no lookup. During a bypass every other segment leaves as
+    /// [`FlushReason::Bypass`], unless it is of the same flow as the bypass's previous
+    /// segment, which ends the bypass (a train of one flow: it can merge). The table being
+    /// empty is what keeps order: no flow has a run its segment could overtake.
+    #[inline(always)]
+    fn straight<'a, W: Wire<'a>>(&mut self, w: &W) -> Option<FlushReason> {
+        let flags = w.flags();
+        if flags.intersects(NEVER_MERGE) || w.ip_options() || w.payload_len() == 0 {
+            return Some(FlushReason::Passthrough);
+        }
+        if flags.intersects(ENDS_RUN) {
+            return Some(FlushReason::Flags);
+        }
+        if self.bypass_left == 0 {
+            return None;
+        }
+        let tag = w.flow_tag();
+        if tag == self.bypass_tag {
+            self.bypass_left = 0;
+            return None;
+        }
+        self.bypass_tag = tag;
+        self.bypass_left -= 1;
+        Some(FlushReason::Bypass)
+    }
+
+    /// Begins a bypass if the last [`LONE_RUNS_TO_BYPASS`] runs flushed all held one
+    /// segment: flushes what is held (runs of one, most likely, that would have left so
+    /// anyway) and passes the next `bypass_len` segments on without the table. Each
+    /// bypass that follows another with no merge between them is twice as long, up to
+    /// [`BYPASS_MAX`]: in between, the table is tried for as long as it takes to see that
+    /// many lone runs again, so that trying costs a bounded share of the segments.
+    #[inline(always)]
+    fn maybe_bypass(&mut self, out: &mut impl FnMut(&mut Segment<B>)) {
+        if self.lone_runs < LONE_RUNS_TO_BYPASS {
+            return;
+        }
+        self.begin_bypass(out);
+    }
+
+    #[cold]
+    fn begin_bypass(&mut self, out: &mut impl FnMut(&mut Segment<B>)) {
+        self.flush_all_as(FlushReason::Bypass, out);
+        self.lone_runs = 0;
+        self.bypass_left = self.bypass_len;
+        self.bypass_len = (self.bypass_len * 2).min(BYPASS_MAX);
+        self.bypass_tag = u64::MAX;
+        self.stats.bypasses += 1;
+    }
+
     /// Call once after each received burst. With `flush_ns = 0` flushes every held run
     /// ([`FlushReason::BurstEnd`], as `napi_complete_done` does without
     /// `gro_flush_timeout`); otherwise flushes the runs whose deadline passed
@@ -916,7 +1099,10 @@ impl<B: PacketBuf> Gro<B> {
         self.now = now;
         // Nothing held (every idle loop iteration, and every burst whose runs all ended
         // in it): nothing to flush or free.
-        if self.table.oldest().is_none() && self.spent.is_empty() {
+        if self.table.oldest().is_none()
+            && self.spent.is_empty()
+            && self.lone_runs < LONE_RUNS_TO_BYPASS
+        {
             return;
         }
         self.end_of_burst_held(now, out);
@@ -926,9 +1112,10 @@ impl<B: PacketBuf> Gro<B> {
     fn end_of_burst_held(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         if self.hold == Duration::ZERO {
             self.flush_all_as(FlushReason::BurstEnd, out);
+            self.maybe_bypass(out);
             self.spent.free();
         } else {
-            self.flush_expired(now, out);
+            self.flush_expired_held(now, out);
         }
     }
 
@@ -939,7 +1126,10 @@ impl<B: PacketBuf> Gro<B> {
     pub fn flush_expired(&mut self, now: Instant, out: &mut impl FnMut(&mut Segment<B>)) {
         self.now = now;
         // Nothing held: the check is inlined into every loop iteration, the flush is not.
-        if self.table.oldest().is_none() && self.spent.is_empty() {
+        if self.table.oldest().is_none()
+            && self.spent.is_empty()
+            && self.lone_runs < LONE_RUNS_TO_BYPASS
+        {
             return;
         }
         self.flush_expired_held(now, out);
@@ -953,6 +1143,7 @@ impl<B: PacketBuf> Gro<B> {
             }
             self.flush_slot_inline(s, FlushReason::Timer, out);
         }
+        self.maybe_bypass(out);
         self.spent.free();
     }
 
@@ -1241,7 +1432,9 @@ impl<B: PacketBuf> Gro<B> {
             }
         }
         if let Some(buf) = self.first[s as usize].take() {
-            // A run of one: emitted from `one`, its cold part untouched.
+            // A run of one: emitted from `one`, its cold part untouched. Holding it bought
+            // nothing (see `maybe_bypass`).
+            self.lone_runs += 1;
             let Gro {
                 table, cold, one, ..
             } = self;
@@ -1265,6 +1458,9 @@ impl<B: PacketBuf> Gro<B> {
             spent.push_chain(&mut one.payload);
             return;
         }
+        // A merge: holding pays, and the next bypass (if any) starts short again.
+        self.lone_runs = 0;
+        self.bypass_len = BYPASS_MIN;
         let c = &mut self.cold[s as usize];
         describe(c, run);
         out(c);

@@ -31,6 +31,10 @@ reason_enum! {
         Passthrough = "passthrough",
         /// `flush_all` (shutdown, or the driver draining the stage).
         Shutdown = "shutdown",
+        /// Passed on without the table while GRO bypasses it: its last runs all left one
+        /// segment long, so holding bought nothing (`Gro`'s module documentation, "When
+        /// nothing merges"). Also the runs held when the bypass began, flushed then.
+        Bypass = "bypass",
     }
 }
 
@@ -47,6 +51,9 @@ pub struct GroStats {
     pub flushes: [u64; FlushReason::COUNT],
     /// Gauge: segments currently held (`segments_in - segments_out`).
     pub held_segments: u64,
+    /// Bypasses of the table begun: each after a streak of runs flushed one segment long
+    /// (units passed on in them count as [`FlushReason::Bypass`]).
+    pub bypasses: u64,
     /// Per-segment hold times (arrival to its unit's flush), when
     /// [`super::GroConfig::hold_histogram`] is on; `None` otherwise. Allocated once when
     /// the stage is built, never on the data path.

@@ -746,7 +746,8 @@ fn stats_count_every_unit_once(v6: bool) {
             "burst_end",
             "eviction",
             "passthrough",
-            "shutdown"
+            "shutdown",
+            "bypass"
         ]
     );
 }
@@ -1182,4 +1183,126 @@ fn psh_segment_with_nothing_held_leaves_as_through_the_table() {
         assert_eq!(s.held_segments, 0);
         assert_eq!(empty.gro.held_runs(), 0);
     }
+}
+
+// ---- bypass: when nothing merges ---------------------------------------------------------
+
+/// Every flow's units in output order: their sequence offsets follow on without a gap
+/// or a step back (nothing of a flow overtook its own earlier data).
+fn assert_flow_order(h: &H, flows: u16) {
+    for f in 0..flows {
+        let mut next = 0u32;
+        for s in h.out.iter().filter(|s| s.flow.sport == 40_000 + f) {
+            assert_eq!(s.seq.get().wrapping_sub(ISS), next, "flow {f} out of order");
+            next += s.payload.len();
+        }
+    }
+    h.check_payloads();
+}
+
+/// With 100 flows taking turns one segment per burst and `flush_ns = 0`, every run leaves
+/// one segment long: after 64 such runs GRO stops holding and passes segments straight on
+/// (`FlushReason::Bypass`), in order. Two segments of one flow back to back end the
+/// bypass, and they merge again.
+#[test]
+fn lone_runs_begin_a_bypass_and_a_train_ends_it() {
+    for v6 in [false, true] {
+        let mut h = H::new(GroConfig::default());
+        for f in 0..100 {
+            h.feed(seg_of(v6, f, 0, MSS));
+        }
+        h.end();
+        assert_eq!(h.n(FlushReason::BurstEnd), 100);
+        assert_eq!(h.gro.stats().bypasses, 1);
+        for f in 0..100 {
+            h.feed(seg_of(v6, f, M, MSS));
+        }
+        assert_eq!(h.n(FlushReason::Bypass), 100, "passed on at once");
+        assert_eq!(h.gro.held_runs(), 0);
+        h.end();
+        // Flow 0 back to back: the second segment ends the bypass and starts a run.
+        for i in 2..5 {
+            h.feed(seg_of(v6, 0, i * M, MSS));
+        }
+        assert_eq!(h.n(FlushReason::Bypass), 101);
+        assert_eq!(h.gro.held_runs(), 1);
+        h.end();
+        assert_eq!(h.out.last().map(|s| s.segs), Some(2));
+        let st = h.gro.stats();
+        assert_eq!(st.segments_in, st.segments_out);
+        assert_eq!(st.flushes.iter().sum::<u64>(), st.units_out);
+        assert_flow_order(&h, 100);
+    }
+}
+
+/// The runs still held when a bypass begins are flushed first (under `Bypass`), so a
+/// bypassed segment never overtakes its flow's held data; the bypass lasts `BYPASS_MIN`
+/// segments, after which the table holds runs again.
+#[test]
+fn bypass_flushes_held_runs_first_and_ends_after_its_length() {
+    for v6 in [false, true] {
+        let mut h = H::timer(10_000);
+        let t0 = h.now;
+        for f in 0..100 {
+            h.feed(seg_of(v6, f, 0, MSS));
+        }
+        h.now = t0 + Duration::from_nanos(6_000);
+        for f in 100..110 {
+            h.feed(seg_of(v6, f, 0, MSS));
+        }
+        h.now = t0 + Duration::from_nanos(10_000);
+        h.expire();
+        assert_eq!(h.n(FlushReason::Timer), 100);
+        assert_eq!(
+            h.n(FlushReason::Bypass),
+            10,
+            "the young runs, flushed at the start"
+        );
+        assert_eq!(h.gro.held_runs(), 0);
+        // BYPASS_MIN segments of 110 flows in turn pass straight on; the next is held.
+        let mut next = [M; 110];
+        for k in 0..BYPASS_MIN as usize + 1 {
+            let f = k % 110;
+            h.feed(seg_of(v6, f as u16, next[f], MSS));
+            next[f] += M;
+        }
+        assert_eq!(h.n(FlushReason::Bypass), 10 + u64::from(BYPASS_MIN));
+        assert_eq!(h.gro.held_runs(), 1);
+        h.all();
+        assert_flow_order(&h, 110);
+    }
+}
+
+/// A bypass that follows another with no merge in between is twice as long, up to
+/// `BYPASS_MAX`; one merged run makes the next one short again.
+#[test]
+fn bypasses_grow_while_nothing_merges() {
+    let mut h = H::new(GroConfig::default());
+    let mut next = [0u32; 200];
+    let mut feed_round = |h: &mut H| {
+        for f in 0..200 {
+            h.feed(seg_of(false, f, next[usize::from(f)], MSS));
+            next[usize::from(f)] += M;
+        }
+        h.end();
+    };
+    let mut lengths = Vec::new();
+    for _ in 0..400 {
+        let before = h.n(FlushReason::Bypass);
+        let bypasses = h.gro.stats().bypasses;
+        feed_round(&mut h);
+        if h.gro.stats().bypasses > bypasses {
+            lengths.push(h.n(FlushReason::Bypass) - before);
+        }
+    }
+    assert!(h.gro.stats().bypasses >= 6, "{lengths:?}");
+    assert_eq!(h.gro.bypass_len, BYPASS_MAX);
+    // One run of two resets it: a train of three (the second ends the bypass, if one is
+    // on, and the third joins its run).
+    for i in 0..3 {
+        h.feed(seg_of(false, 0, next[0] + i * M, MSS));
+    }
+    h.end();
+    assert_eq!(h.gro.bypass_len, BYPASS_MIN);
+    assert_flow_order(&h, 200);
 }
