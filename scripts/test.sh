@@ -94,6 +94,7 @@ step "e2e: loss, reordering, duplication, corruption from the impairment stage" 
 step "e2e: weir-gen sending to the kernel's TCP over net_tap" scripts/e2e/gen.sh
 step "e2e: weir sends: connect and send to the kernel, echo with the kernel (and through the impairment stage)" scripts/e2e/send.sh
 step "e2e: request/response between two weir stacks over a ring pair (weir-bench rr; every answer byte for byte, also through the impairment stage)" scripts/e2e/rr.sh
+step "e2e: 20,000 established connections on one core (weir-bench conns; every connection's bytes, heap per connection within 4 KiB)" scripts/e2e/conns.sh
 step "lab check: request/response against the kernel over veth (compare-kernel-rr.sh --check: accounting on both stacks)" \
   env CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" scripts/lab/compare-kernel-rr.sh --check
 step "e2e: weir-serve against the real clients (sockperf, socat, iperf3, tbench, wrk, curl), beside the kernel's servers" scripts/e2e/serve.sh
