@@ -117,16 +117,23 @@ run_case() {
 
 # The default: net_tap sends chained mbufs, so each data segment carries a slice of one
 # shared copy of the pattern by reference, except a segment whose bytes span two of the
-# flow's write buffers (the stack cuts full segments across writes, as Linux fills the
-# tail skb): at most one per write, each write of --write-size (65536) bytes. A segment
-# is also copied when no payload reference is free at that moment (counted apart as
-# payload_refs_exhausted: how often depends on how fast the tap gives mbufs back).
+# buffers the flow wrote (the stack cuts full segments across them, as Linux fills the
+# tail skb): at most one per buffer boundary, and per retransmission. Each write of
+# --write-size (65536) bytes is at least one buffer, and more when it crosses a buffer
+# span or the send buffer takes it in part (the rest comes again as a buffer of its own:
+# how often depends on how fast ACKs come back), so weir-gen counts the buffers taken as
+# write_pieces. A segment is also copied when no payload reference is free at that moment
+# (counted apart as payload_refs_exhausted: how often depends on how fast the tap gives
+# mbufs back).
 run_case shared
 WRITES=$((FLOWS * ((BYTES + 65535) / 65536)))
+PIECES=$(jq -r '.write_pieces + .retransmits' "$work/shared.json")
 check "shared: data segments carried their payload by reference" \
   gt "$(jq -r .shared_payload_segments "$work/shared.json")" 0
-check "shared: only segments spanning two writes were copied (at most $WRITES)" \
-  le "$(jq -r '.segments - .shared_payload_segments - .payload_refs_exhausted' "$work/shared.json")" "$WRITES"
+check "shared: every write was queued as at least one buffer ($WRITES writes)" \
+  le "$WRITES" "$(jq -r .write_pieces "$work/shared.json")"
+check "shared: only segments spanning two buffers were copied (at most $PIECES: buffers taken and retransmissions)" \
+  le "$(jq -r '.segments - .shared_payload_segments - .payload_refs_exhausted' "$work/shared.json")" "$PIECES"
 check "shared: weir-gen says so" grep -q "payload shared by reference" "$work/shared.log"
 run_case copied --copy-payload
 check "copied: no segment carried its payload by reference" \

@@ -312,6 +312,7 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "alloc_failures": s.alloc_failures,
         "shared_payload_segments": s.shared,
         "payload_refs_exhausted": s.refs_exhausted,
+        "write_pieces": s.write_pieces,
         "rx_ignored": s.rx_ignored,
         "rx_bad_checksum": s.rx_bad_checksum,
         "resets_ignored": s.resets_ignored,

@@ -628,14 +628,18 @@ impl<B: PacketBuf> Gen<B> {
             let write_end = ((written / ws + 1) * ws).min(f.burst_end);
             let mut chain: PayloadChain<B> = PayloadChain::new();
             let mut at = written;
+            // Where each buffer of the chain starts in the stream.
+            let mut starts = [0u64; MAX_CHAIN];
             while at < write_end && chain.slice_count() < MAX_CHAIN {
                 let end = ((at / self.span + 1) * self.span).min(write_end);
                 let Some(s) = src.slice((at % period) as usize, (end - at) as u16) else {
                     break;
                 };
+                let k = chain.slice_count();
                 if chain.push(s).is_err() {
                     break;
                 }
+                starts[k] = at;
                 at = end;
             }
             if chain.is_empty() {
@@ -650,7 +654,14 @@ impl<B: PacketBuf> Gen<B> {
             let tcp = self.tcp_of(i);
             let ends_write = at == write_end && push && tcp.writable_bytes(id) as u64 >= offered;
             let _ = tcp.set_push(id, ends_write);
+            let offered_slices = chain.slice_count();
             let taken = tcp.send_bufs(now, id, &mut chain).unwrap_or(0) as u64;
+            // The buffers the send buffer took, whole or in part.
+            let pieces = starts[..offered_slices]
+                .iter()
+                .filter(|&&s| s < written + taken)
+                .count();
+            self.stats.write_pieces += pieces as u64;
             written += taken;
             // What was refused goes back (its buffers are freed); `Event::Writable`
             // comes when the send buffer has room again.

@@ -218,6 +218,12 @@ pub struct GenStats {
     /// Data segments whose payload went by reference: a header buffer with a slice of
     /// the shared pattern chained behind (see [`super::pool`]).
     pub shared: u64,
+    /// Buffers the send buffers took, whole or in part: a write is one buffer per
+    /// [`super::engine::slice_span`] of the stream it covers, and what a send buffer
+    /// refused of it comes again as a buffer of its own. A data segment's payload can go by
+    /// reference only from within one buffer, so at most one segment per buffer boundary
+    /// (and per retransmission) is copied for spanning two.
+    pub write_pieces: u64,
     /// Of the copied payloads, those copied because no payload reference was free
     /// ([`super::pool::GenPool::refs_exhausted`]).
     pub refs_exhausted: u64,
