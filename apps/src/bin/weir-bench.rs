@@ -120,9 +120,17 @@ enum Cmd {
     },
     /// ns per segment of each receive-path stage (parse, GRO, TCP, ACK build, transmit)
     /// and of the timer checks, on the same in-memory input, to find the stage a regression
-    /// is in (field report 003).
+    /// is in (field report 003). With several flow counts (`--flows 64,4096 --train 1`),
+    /// also each stage's cost over the first count's: where the extra cycles of more flows
+    /// go.
     Stages {
-        /// One JSON object per stage.
+        /// Connections in the input, one measurement each (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [apps::bench::stages::FLOWS])]
+        flows: Vec<usize>,
+        /// Segments one flow sends in a row (1: flows interleaved one segment at a time).
+        #[arg(long, default_value_t = apps::bench::stages::TRAIN)]
+        train: usize,
+        /// One JSON object per stage (and flow count).
         #[arg(long)]
         json: bool,
     },
@@ -349,7 +357,11 @@ fn main() -> std::process::ExitCode {
             memory: apps::eal_args::Memory::from_flag(hugepages),
         }),
         Cmd::Tcp { json } => apps::bench::tcp::run(json),
-        Cmd::Stages { json } => apps::bench::stages::run(json),
+        Cmd::Stages { flows, train, json } => flows
+            .iter()
+            .map(|&f| apps::bench::stages::Shape::new(f, train))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .and_then(|shapes| apps::bench::stages::run(&shapes, json)),
         Cmd::RrStages { conns, json } => apps::bench::rr_stages::run(&conns, json),
         Cmd::Tap {
             json,
