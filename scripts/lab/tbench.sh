@@ -23,6 +23,9 @@
 # Writes $OUT/tbench.md (docs/lab/, the fragment scripts/lab/all.sh puts in docs/lab.md)
 # and $OUT/tbench.csv (one row per run). Builds weir-serve into $CARGO_TARGET_DIR (default
 # /tmp/t-lab, common.sh), or runs the one WEIR_SERVE names (not rebuilt).
+# KEEP_WORK=1 keeps the run's work directory (/tmp/weir-tbench.*: weir-serve's JSON and
+# log, the clients' output, and the tap's link counters at each weir-serve stop, whose TX
+# dropped counts what the kernel could not hand weir).
 . "$(dirname "$0")/common.sh"
 # shellcheck source=scripts/lib/tapns.sh
 . scripts/lib/tapns.sh
@@ -65,7 +68,7 @@ KERNEL_IP4=198.18.4.1 CLIENT_VETH_IP4=198.18.4.2
 WEIR_IP6=2001:db8::1 PEER_IP6=2001:db8::2
 work=$(mktemp -d /tmp/weir-tbench.XXXXXX)
 tapns_create
-trap 'tapns_cleanup; rm -rf "$work"' EXIT
+trap 'tapns_cleanup; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 tapns_peer_create "$CLIENT_VETH_IP4" "$KERNEL_IP4"
 
 # The kernel's server, on CPU 0 as weir's lcore: idle between runs (it blocks in accept), so
@@ -91,6 +94,7 @@ serve_start() {
 }
 # serve_stop: stops weir-serve (SIGINT); a failed exit or an mbuf left out is an error.
 serve_stop() {
+  [ -z "${KEEP_WORK:-}" ] || ip netns exec "$WEIR_NS" ip -s link show "$WEIR_TAP" >>"$work/tap-stats.txt" 2>&1
   local rc=0 f=$work/serve-$SERVE_RUN
   kill -INT "$SERVE_PID"
   wait "$SERVE_PID" || rc=$?
