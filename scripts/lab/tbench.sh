@@ -23,6 +23,8 @@
 # Writes $OUT/tbench.md (docs/lab/, the fragment scripts/lab/all.sh puts in docs/lab.md)
 # and $OUT/tbench.csv (one row per run). Builds weir-serve into $CARGO_TARGET_DIR (default
 # /tmp/t-lab, common.sh), or runs the one WEIR_SERVE names (not rebuilt).
+# TAP_PCAP=1 (with KEEP_WORK=1) also captures the tap's frames, 128 bytes of each, into
+# tap-N.pcap there (tshark, in the namespace) during each weir run.
 # KEEP_WORK=1 keeps the run's work directory (/tmp/weir-tbench.*: weir-serve's JSON and
 # log, the clients' output, and the tap's link counters at each weir-serve stop, whose TX
 # dropped counts what the kernel could not hand weir).
@@ -90,11 +92,18 @@ serve_start() {
     --ip6 "$WEIR_IP6" --stats-json "$work/serve-$SERVE_RUN.json" --app tbench
   SERVE_PID=$TAPNS_LAST_PID
   tapns_wait_tap 60
+  if [ -n "${TAP_PCAP:-}" ]; then
+    ip netns exec "$WEIR_NS" tshark -q -i "$WEIR_TAP" -s 128 -w "$work/tap-$SERVE_RUN.pcap" >"$work/tshark-$SERVE_RUN.log" 2>&1 &
+    PCAP_PID=$!
+    TAPNS_PIDS+=("$PCAP_PID")
+    sleep 1
+  fi
   tapns_wait_reachable "$WEIR_IP4" 30
 }
 # serve_stop: stops weir-serve (SIGINT); a failed exit or an mbuf left out is an error.
 serve_stop() {
   [ -z "${KEEP_WORK:-}" ] || ip netns exec "$WEIR_NS" ip -s link show "$WEIR_TAP" >>"$work/tap-stats.txt" 2>&1
+  if [ -n "${PCAP_PID:-}" ]; then kill -INT "$PCAP_PID" 2>/dev/null; wait "$PCAP_PID" 2>/dev/null || true; PCAP_PID=; fi
   local rc=0 f=$work/serve-$SERVE_RUN
   kill -INT "$SERVE_PID"
   wait "$SERVE_PID" || rc=$?
