@@ -72,6 +72,14 @@ pub struct ReceiverResult {
 /// Runs weir-sink's per-core loop on `core` until `core.stop` is set, its receive being
 /// what `core.work` says.
 pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
+    run_receiver_signalling(core, None)
+}
+
+/// [`run_receiver`], setting `ready` once the pipeline is built (before the loop starts).
+pub(crate) fn run_receiver_signalling(
+    core: ReceiverCore,
+    ready: Option<Arc<AtomicBool>>,
+) -> Result<ReceiverResult> {
     let ctx = CoreCtx {
         queue: 0,
         rx: core.rx,
@@ -86,6 +94,7 @@ pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
         snapshots: Arc::new(ArrayQueue::new(4)),
         closed: Arc::new(ArrayQueue::new(1)),
         capture: None,
+        ready,
     };
     let r = match core.work {
         RxWork::Stack => run_core(ctx, Stack),

@@ -80,6 +80,9 @@ pub(crate) struct CoreCtx {
     pub(crate) closed: Arc<ArrayQueue<DigestRecord>>,
     /// The core's share of `--pcap`.
     pub(crate) capture: Option<crate::capture::CoreCapture>,
+    /// Set once the core's pipeline is built, before its loop starts (a bench's sender
+    /// waits for it: a pipeline sized for a million connections takes a while to build).
+    pub(crate) ready: Option<Arc<AtomicBool>>,
 }
 
 /// One core's loop: rx burst, `rx_handler` (weir-sink's is [`Stack`]), app, timers, one tx
@@ -87,6 +90,9 @@ pub(crate) struct CoreCtx {
 pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Result<CoreResult> {
     let mut p: Pipeline<Mbuf> = Pipeline::new(c.cfg.clone())
         .map_err(|e| anyhow!("queue {}: cannot set up TCP: {e}", c.queue))?;
+    if let Some(r) = &c.ready {
+        r.store(true, Ordering::Release);
+    }
     let mut app = SinkApp {
         digest: c.digest,
         conns: ConnMap::default(),
