@@ -137,6 +137,8 @@ pub struct Gen<B: PacketBuf> {
     started: Option<Instant>,
     stop_at: Option<Instant>,
     stopping: bool,
+    /// [`GenConfig::open_first`] and flows still to open: no writes yet.
+    holding: bool,
     unresolved_by: Option<Instant>,
     finished: u32,
     stats: GenStats,
@@ -247,6 +249,7 @@ impl<B: PacketBuf> Gen<B> {
             resolver,
             started: None,
             stop_at: None,
+            holding: cfg.open_first,
             stopping: false,
             unresolved_by: None,
             finished: 0,
@@ -428,9 +431,13 @@ impl<B: PacketBuf> Gen<B> {
     /// Steps 2-4: the stack's events, the flows' writes, admissions and timers.
     pub fn poll<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
         let start = *self.started.get_or_insert(now);
-        if self.stop_at.is_none() {
-            self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| start + d));
+        if self.unresolved_by.is_none() {
             self.unresolved_by = Some(start + ARP_GIVE_UP);
+        }
+        // The duration counts from the first poll, or with `open_first` from when every
+        // flow is open (`release`).
+        if self.stop_at.is_none() && !self.holding {
+            self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| now + d));
         }
         self.events(now, src);
         for p in &mut self.pipes {
@@ -462,6 +469,9 @@ impl<B: PacketBuf> Gen<B> {
             self.stop_writing(now);
         }
         self.admit(now);
+        if self.holding && self.waiting.is_empty() && self.half_open == 0 {
+            self.release(now, src);
+        }
         while let Some(&(at, i)) = self.gaps.front() {
             if at > now {
                 break;
@@ -568,6 +578,18 @@ impl<B: PacketBuf> Gen<B> {
         }
     }
 
+    /// [`GenConfig::open_first`]: every flow is open (or failed): the duration starts now
+    /// and every open flow writes.
+    fn release<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
+        self.holding = false;
+        self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| now + d));
+        for i in 0..self.cfg.flows {
+            if self.flows[i as usize].phase == Phase::Open {
+                self.fill(now, i, src);
+            }
+        }
+    }
+
     /// Opens connections while fewer than `max_half_open` handshakes are in progress.
     fn admit(&mut self, now: Instant) {
         let Some(mac) = self.dst_mac else { return };
@@ -607,7 +629,7 @@ impl<B: PacketBuf> Gen<B> {
         let (Some(id), Phase::Open) = (f.id, f.phase) else {
             return;
         };
-        if self.stopping || f.awaiting_ack {
+        if self.stopping || f.awaiting_ack || self.holding {
             return;
         }
         let ws = u64::from(self.cfg.write_size);

@@ -203,6 +203,12 @@ pub struct GenConfig {
     /// the receiver's digest then checks order; the MSS for a stamped pool, see
     /// [`pool`]).
     pub pattern_period: u32,
+    /// Open every flow before any writes: established flows wait until no flow is left
+    /// to open (or in its handshake), and [`GenConfig::duration`] counts from then. The
+    /// data phase then has every flow at once, however long the handshakes take (65,536
+    /// of them, at [`GenConfig::max_half_open`] at a time, take longer than a short
+    /// run). Off by default: each flow writes as soon as it is established.
+    pub open_first: bool,
 }
 
 impl Default for GenConfig {
@@ -234,6 +240,7 @@ impl Default for GenConfig {
             cc: stack::tcp::cc::CcAlgorithm::Reno,
             v6: None,
             pattern_period: payload::PERIOD as u32,
+            open_first: false,
         }
     }
 }
