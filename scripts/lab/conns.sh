@@ -18,10 +18,11 @@
 # Writes docs/lab/conns.jsonl (every row of both parts) and docs/lab/conns.md (the
 # fragment scripts/lab/all.sh puts into docs/lab.md). The million-connection row needs
 # about 4 GB of memory; the whole run takes 3 to 5 minutes.
+# --render renders docs/lab/conns.md again from docs/lab/conns.jsonl without running.
 #   scripts/lab/conns.sh [--conns LIST] [--seconds S] [--pairs N] [--tables-seconds S]
-#                        [--tables N] [-- EXTRA weir-bench conns OPTIONS]
+#                        [--tables N] [--render] [-- EXTRA weir-bench conns OPTIONS]
 . "$(dirname "$0")/common.sh"
-conns=64,1000000 seconds=60 pairs=${PAIRS:-5} tsecs=2 tables=1000000 extra=()
+conns=64,1000000 seconds=60 pairs=${PAIRS:-5} tsecs=2 tables=1000000 extra=() render=false
 while [ $# -gt 0 ]; do
   case $1 in
     --conns) conns=${2:?--conns needs a list}; shift 2 ;;
@@ -29,16 +30,19 @@ while [ $# -gt 0 ]; do
     --pairs) pairs=${2:?--pairs needs a number}; shift 2 ;;
     --tables-seconds) tsecs=${2:?--tables-seconds needs a number}; shift 2 ;;
     --tables) tables=${2:?--tables needs a number}; shift 2 ;;
+    --render) render=true; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "conns.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 command -v jq >/dev/null || { echo "conns.sh: jq is missing: run scripts/setup.sh" >&2; exit 1; }
-lab_build
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
 jsonl="$OUT/conns.jsonl"
-: >"$jsonl"
+if ! $render; then
+lab_build
+jq -nc --arg rev "$(git rev-parse --short HEAD)" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  --argjson secs "$seconds" --argjson tsecs "$tsecs" \
+  '{bench: "meta", rev: $rev, load_before: $load, seconds: $secs, tables_seconds: $tsecs}' >"$jsonl"
 echo "== weir-bench conns --conns $conns --seconds $seconds ${extra[*]}"
 /usr/bin/time -f '%e %M' -o "$OUT/.conns.time" \
   "$BENCH" conns --json --conns "$conns" --seconds "$seconds" "${extra[@]}" >"$OUT/.conns.json"
@@ -56,12 +60,18 @@ for p in $(seq "$pairs"); do
       jq -c --argjson p "$p" 'select(.mode != null) | . + {bench: "e2e-tables", pair: $p}' | tee -a "$jsonl"
   done
 done
-load1=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$OUT" "$(git rev-parse --short HEAD)" "$load0" "$load1" "$seconds" "$tsecs" <<'PY'
+jq -nc --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" '{bench: "meta", load_after: $load}' >>"$jsonl"
+fi
+python3 - "$OUT" <<'PY'
 import json, pathlib, statistics, sys
-out, rev, load0, load1, seconds, tsecs = sys.argv[1:7]
-out = pathlib.Path(out)
+out = pathlib.Path(sys.argv[1])
 every = [json.loads(l) for l in (out / "conns.jsonl").read_text().splitlines() if l.strip()]
+meta = {}
+for r in every:
+    if r.get("bench") == "meta":
+        meta.update(r)
+rev, load0, load1 = meta.get("rev", "?"), meta.get("load_before", "?"), meta.get("load_after", "?")
+seconds, tsecs = meta.get("seconds", "?"), meta.get("tables_seconds", "?")
 rows = [r for r in every if r.get("bench") == "conns"]
 tab = [r for r in every if r.get("bench") == "e2e-tables"]
 HEAP_TARGET = 4096
@@ -83,18 +93,24 @@ lines = [
     "the data; RSS is the process's resident memory over the same span (both sides' stacks). "
     f"Rev {rev}, load {load0} before, {load1} after; `scripts/lab/conns.sh` regenerates it.",
     "",
-    "| connections | handshakes/s | heap B/conn established | heap B/conn after data | RSS B/conn | receiver cycles/segment | x first row | segments | bytes exact | heap <= 4 KiB/conn |",
-    "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    "| connections | handshakes/s | heap B/conn established | heap B/conn after data | RSS B/conn | receiver cycles/segment | x first row | segments | messages/segment | bytes exact | heap <= 4 KiB/conn |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
 ]
 for r in rows:
     heap_ok = r["heap_per_conn"] <= HEAP_TARGET and r["heap_per_conn_after_data"] <= HEAP_TARGET
     lines.append(
         f"| {n(r['conns'])} | {n(r['handshakes_per_s'])} | {n(r['heap_per_conn'])} | "
         f"{n(r['heap_per_conn_after_data'])} | {n(r['rss_per_conn'])} | {r['cycles_per_segment']:.0f} | "
-        f"{r['cycles_vs_first_row']:.2f}x | {n(r['segments'])} | {'yes' if r['bytes_exact'] else 'NO'} | "
+        f"{r['cycles_vs_first_row']:.2f}x | {n(r['segments'])} | {r['messages'] / max(r['segments'], 1):.2f} | "
+        f"{'yes' if r['bytes_exact'] else 'NO'} | "
         f"{('met' if heap_ok else 'not met') if r['conns'] >= TARGET_FROM else '-'} |")
 if rows:
-    lines += ["", f"The heap target (at most 4,096 bytes per connection, established and after the data, the tables "
+    lines += ["", "Receiver cycles per segment are its busy loop iterations' cycles over the data phase's segments: "
+              "at this low rate a busy iteration handles few segments, so the loop's fixed cost per iteration "
+              "weighs in the figure; and where a connection's next message comes before its last is "
+              "acknowledged, the client's Nagle rule (RFC 896) sends them in one segment (messages/segment), "
+              "so the rows' segments differ in size.",
+              "", f"The heap target (at most 4,096 bytes per connection, established and after the data, the tables "
               f"included) applies from {TARGET_FROM:,} connections; below, the tables' fixed part divided by few "
               "connections dominates.", "", f"The whole run: {rows[-1]['wall_s']:.0f} s wall, {rows[-1]['process_max_rss_kib'] / 1024 / 1024:.1f} GiB "
               "largest resident set (`/usr/bin/time`)."]

@@ -523,6 +523,10 @@ impl Rig {
             // Every flow open before the data phase: at 65,536 flows the handshakes take
             // seconds, and a row must measure all its flows at once.
             open_first: true,
+            // Above 4,096 flows, two write buffers of six segments each (17,376 bytes)
+            // per flow: at 65,536 flows still 1.1 GB written ahead, but the close (every
+            // flow sends what it has written, then its FIN) takes seconds, not tens.
+            snd_buf: (flows > 4096).then_some(2 * crate::gen::engine::slice_span(MSS) as u32),
             seed: 0x5eed ^ u64::from(flows),
             ..GenConfig::default()
         }
@@ -591,7 +595,13 @@ fn launch_generator_after(
             }
         }
         let never = AtomicBool::new(false);
-        let max_runtime = Duration::from_nanos((secs * 1e9) as u64) + Duration::from_secs(30);
+        // At the end of the data phase every flow still sends what it has written (up to
+        // its 64 KiB send buffer) before its FIN: at 65,536 flows gigabytes, so the close
+        // may take as long again as the data (10 s, and 1 s more per 4,096 flows).
+        let close_grace = Duration::from_secs(10 + u64::from(cfg.flows / 4096));
+        // The handshakes come first (`open_first`): 30 s for them.
+        let max_runtime =
+            Duration::from_nanos((secs * 1e9) as u64) + close_grace + Duration::from_secs(30);
         let r = match kind {
             SenderKind::HandRolled => {
                 let mut sender = Sender::new(cfg);
@@ -600,7 +610,7 @@ fn launch_generator_after(
                     &mut io,
                     RunOpts {
                         stop: &never,
-                        close_grace: Duration::from_secs(10),
+                        close_grace,
                         max_runtime,
                         tick: None,
                         // In process: the receiver reads the ring after the sender ends.
@@ -615,7 +625,7 @@ fn launch_generator_after(
                     &mut io,
                     RunOpts {
                         stop: &never,
-                        close_grace: Duration::from_secs(10),
+                        close_grace,
                         max_runtime,
                         tick: None,
                         // In process: the receiver reads the ring after the sender ends.

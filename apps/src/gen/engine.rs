@@ -66,6 +66,14 @@ pub fn snd_buf_per_flow(flows: u32) -> u32 {
     (SEND_BUDGET / u64::from(flows.max(1))).clamp(64 << 10, 1 << 20) as u32
 }
 
+/// The send buffer of each of `cfg`'s connections: [`GenConfig::snd_buf`], or
+/// [`snd_buf_per_flow`].
+pub fn snd_buf_of(cfg: &GenConfig) -> u32 {
+    cfg.snd_buf
+        .unwrap_or_else(|| snd_buf_per_flow(cfg.flows))
+        .max(u32::from(cfg.mss.max(1)))
+}
+
 /// Bytes the flows of one generator may have written and not had acknowledged, in all.
 pub const SEND_BUDGET: u64 = 64 << 20;
 
@@ -73,7 +81,7 @@ pub const SEND_BUDGET: u64 = 64 << 20;
 /// [`slice_span`]-sized buffers (and two short ones at write ends), plus one write's
 /// chain in flight to `send_bufs` (what it refuses is freed at once).
 pub fn slices_needed(cfg: &GenConfig) -> u64 {
-    let per = u64::from(snd_buf_per_flow(cfg.flows)) / slice_span(cfg.mss) + 3;
+    let per = u64::from(snd_buf_of(cfg)) / slice_span(cfg.mss) + 3;
     u64::from(cfg.flows) * per + MAX_CHAIN as u64
 }
 
@@ -167,7 +175,7 @@ impl<B: PacketBuf> Gen<B> {
         let addrs = cfg.flows.div_ceil(per) as usize;
         let slots = cfg.flows.min(per) as usize;
         let mss = u32::from(cfg.mss);
-        let snd_buf = snd_buf_per_flow(cfg.flows);
+        let snd_buf = snd_buf_of(&cfg);
         let counting = cfg.ack_counting.to_stack();
         let tcp = TcpConfig {
             max_conns: slots,
