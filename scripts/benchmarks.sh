@@ -246,7 +246,7 @@ render_e2e() {
         ($c | groups(.check) as [$k, $g]
          | ($g | map(.ratio) | median) as $r
          | ($g | first | .bound) as $b
-         | "| \($k) | \($g | map(.figure_cycles_per_segment) | median | fmt(1)) / \($g | map(.anchor_cycles_per_segment) | median | fmt(1)) | \($r | fmt(2))x (\($g | map(.ratio) | range_of(2))) | \($b)x | \($g | map(select(.met)) | length) of \($g | length) | \(if $r == null then "not run" elif $r <= $b then "met" else "**not met**" end) |")
+         | "| \($k) | \($g | map(.figure_cycles_per_segment) | median | fmt(1)) / \($g | map(.anchor_cycles_per_segment) | median | fmt(1)) | \(if $r == null then "-" else "\($r | fmt(2))x (\($g | map(.ratio) | range_of(2)))" end) | \($b)x | \($g | map(select(.met)) | length) of \($g | length) | \(if $r == null then "not run" elif $r <= $b then "met" else "**not met**" end) |")
     ' "${files[@]}"
     echo
   fi

@@ -114,7 +114,7 @@ const POOL_MBUFS: u32 = 16_383;
 /// The most flows the rig is sized for: `weir-bench e2e`'s largest default row. Its
 /// pool of payload references for the stack sender's write buffers holds every flow's
 /// send buffer full at this many flows ([`refs_for`]: 64 KiB per flow in buffers of
-/// 8,688 bytes, 10 each, 655,424 in all; 36,928 at 4,096 flows). A reference is an mbuf
+/// 8,688 bytes, 10 each, 655,424 in all; 41,024 at 4,096 flows). A reference is an mbuf
 /// without a data room (about 190 bytes with its pool header): about 125 MB of DPDK
 /// memory. (Above 4,096 flows the stack sender's send buffers are 17,376 bytes, see
 /// `Rig::gen_config`, and need half of that.) With more flows than this, some flows'
@@ -1113,7 +1113,7 @@ mod tests {
 
     #[test]
     fn the_rig_holds_every_flows_send_buffer_at_its_largest_row() {
-        assert_eq!(refs_for(4096), 36_928);
+        assert_eq!(refs_for(4096), 41_024);
         assert_eq!(refs_for(MAX_FLOWS), 655_424);
     }
 
