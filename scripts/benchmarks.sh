@@ -234,6 +234,22 @@ render_e2e() {
        | "| \($f) | **\($q | map(.sd) | median | fmt(2))x** (\($q | map(.sd) | range_of(2))) | \($q | map(.sh) | median | fmt(2))x | \($q | map(.u) | median | fmt(1)) |")
   ' "${files[@]}"
   echo
+  # The checks each run printed (objects with "check"; runs from before them have none):
+  # the median of the runs' ratios against the bound; "not run" when no run had the rows.
+  if jq -e 'select(.check != null)' "${files[@]}" >/dev/null 2>&1; then
+    echo "The checks, on each run's medians of receiver cycles per segment (flow-count scaling: the stack at 4,096 flows interleaved per segment at most 2x its 64-flow figure, at 65,536 at most 3x; GRO never costs more than it saves: the stack with GRO at most 1.05x \`stack --no-gro\` at every flow count). The ratio is the median of the runs' ratios; a check is met when that median is within its bound."
+    echo
+    jq -nr "$JQ_LIB"'
+      [inputs | select(.check != null) | . + {run: input_filename}] as $c
+      | "| check | figure / anchor (median) | ratio (range) | bound | runs met | verdict |",
+        "|---|---|---|---:|---:|---|",
+        ($c | groups(.check) as [$k, $g]
+         | ($g | map(.ratio) | median) as $r
+         | ($g | first | .bound) as $b
+         | "| \($k) | \($g | map(.figure_cycles_per_segment) | median | fmt(1)) / \($g | map(.anchor_cycles_per_segment) | median | fmt(1)) | \(if $r == null then "-" else "\($r | fmt(2))x (\($g | map(.ratio) | range_of(2)))" end) | \($b)x | \($g | map(select(.met)) | length) of \($g | length) | \(if $r == null then "not run" elif $r <= $b then "met" else "**not met**" end) |")
+    ' "${files[@]}"
+    echo
+  fi
 }
 
 render_tcp() {

@@ -11,6 +11,7 @@ scripts/lab/abc.sh
 scripts/lab/rr.sh
 scripts/lab/rr-stages.sh
 scripts/lab/stages-flows.sh
+timeout 600 scripts/lab/conns.sh || echo "conns.sh failed (needs about 4 GB of memory for the million-connection row)" > "$OUT/conns.md"
 timeout 600 scripts/lab/compare-kernel.sh || echo "compare-kernel.sh failed (needs root for ip netns)" > "$OUT/compare_kernel.md"
 timeout 600 scripts/lab/compare-kernel-rr.sh --write-docs || echo "compare-kernel-rr.sh failed (needs root for ip netns, sockperf, and \`weir-bench rr\`)" > "$OUT/compare_kernel_rr.md"
 timeout 600 scripts/lab/tbench.sh || echo "tbench.sh failed (needs root for ip netns and a tap, and Debian's dbench package for tbench and tbench_srv)" > "$OUT/tbench.md"
@@ -19,7 +20,7 @@ python3 - "$OUT" <<'PY'
 import pathlib, re, sys
 out = pathlib.Path(sys.argv[1]); doc = pathlib.Path("docs/lab.md")
 text = doc.read_text() if doc.exists() else "# weir lab\n"
-for name in ["flush_sweep", "compare_kernel", "compare_kernel_rr", "tbench", "psh_mss", "abc", "rr_abc", "rr_flush", "rr_gro", "rr_stages", "stages_flows"]:
+for name in ["flush_sweep", "compare_kernel", "compare_kernel_rr", "tbench", "psh_mss", "abc", "rr_abc", "rr_flush", "rr_gro", "rr_stages", "stages_flows", "conns"]:
     frag = out / f"{name}.md"
     if not frag.exists():
         continue

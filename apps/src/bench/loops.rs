@@ -7,7 +7,7 @@
 //! the pipeline's receive, so everything else about an iteration (the clock read, the
 //! timer check, the transmit poll, the stats) costs the same in every mode.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -67,11 +67,25 @@ pub struct ReceiverResult {
     pub digests: Vec<DigestRecord>,
     /// Connections still open when it stopped (they were reset).
     pub open_at_stop: u64,
+    /// The counters when the sender's phase ([`run_receiver_signalling`]'s `phase`) first
+    /// read 1 (data) and 2 (closing): their difference is the data phase.
+    pub at_phase: Vec<Stats>,
 }
 
 /// Runs weir-sink's per-core loop on `core` until `core.stop` is set, its receive being
 /// what `core.work` says.
 pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
+    run_receiver_signalling(core, None, None)
+}
+
+/// [`run_receiver`], setting `ready` once the pipeline is built (before the loop starts)
+/// and snapshotting the counters as the sender's `phase` moves on
+/// ([`crate::gen::driver::RunOpts::phase`]).
+pub(crate) fn run_receiver_signalling(
+    core: ReceiverCore,
+    ready: Option<Arc<AtomicBool>>,
+    phase: Option<Arc<AtomicU8>>,
+) -> Result<ReceiverResult> {
     let ctx = CoreCtx {
         queue: 0,
         rx: core.rx,
@@ -86,6 +100,8 @@ pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
         snapshots: Arc::new(ArrayQueue::new(4)),
         closed: Arc::new(ArrayQueue::new(1)),
         capture: None,
+        ready,
+        phase,
     };
     let r = match core.work {
         RxWork::Stack => run_core(ctx, Stack),
@@ -96,6 +112,7 @@ pub fn run_receiver(core: ReceiverCore) -> Result<ReceiverResult> {
         stats: r.stats,
         digests: r.digests,
         open_at_stop: r.open_at_stop,
+        at_phase: r.at_phase,
     })
 }
 

@@ -20,10 +20,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// weir-gen -> ring pair -> weir-sink in one process on two lcores: drop, drop+headers,
-    /// stack, stack --no-gro and stack with software checksums side by side at 1, 64 and
-    /// 4,096 flows.
+    /// stack, stack --no-gro and stack with software checksums side by side at 1, 64,
+    /// 4,096 and 65,536 flows; then the checks (flow-count scaling, GRO on against off).
     E2e {
-        /// One JSON object per row (and one for the target check).
+        /// One JSON object per row (and one per check).
         #[arg(long)]
         json: bool,
         /// Seconds of data per case.
@@ -33,8 +33,13 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
         /// Flow counts (comma-separated).
-        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 64, 4096])]
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 64, 4096, 65536])]
         flows: Vec<u32>,
+        /// Size the receiver's connection table (max_conns) and GRO flow table for at least
+        /// this many flows, whatever the row's flow count (0: as weir-sink sizes them),
+        /// e.g. 1000000 to measure tables sized for a million connections at 64 flows.
+        #[arg(long, default_value_t = 0)]
+        tables: u32,
         /// Do not model the NIC's RX checksum offload: the receiver verifies every IPv4
         /// and TCP checksum in software in every mode.
         #[arg(long)]
@@ -279,6 +284,7 @@ fn main() -> std::process::ExitCode {
             gro_flush_ns,
             gro_busy_hold_ns,
             hugepages,
+            tables,
         } => apps::bench::e2e::run(&apps::bench::e2e::Options {
             json,
             seconds,
@@ -290,6 +296,7 @@ fn main() -> std::process::ExitCode {
             gro_flush_ns,
             gro_busy_hold_ns,
             memory: apps::eal_args::Memory::from_flag(hugepages),
+            tables,
         }),
         Cmd::Gro {
             json,

@@ -533,6 +533,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
                 max_runtime: day,
                 tick: Some(&mut tick),
                 linger: Duration::from_millis(200),
+                phase: None,
             },
         )
     } else {
@@ -551,6 +552,7 @@ pub fn run(args: &GenArgs, mut cfg: GenConfig, eal: Option<Vec<String>>) -> Resu
                 max_runtime: day,
                 tick: Some(&mut tick),
                 linger: Duration::from_millis(200),
+                phase: None,
             },
         )
     };

@@ -13,7 +13,7 @@
 //! receiver sees it, then the redirection table), and the receivers' ACKs come back on
 //! the queue of the core that sent them, all of which the generator polls.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
 use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
@@ -165,7 +165,19 @@ pub struct RunOpts<'a, T> {
     /// has not read when this side closes the port: it would retransmit its FIN to no
     /// one and reset at its end. A linger is what TIME-WAIT does for the kernel.
     pub linger: Duration,
+    /// Set to [`PHASE_DATA`] once the first data segment has left and to
+    /// [`PHASE_CLOSING`] once the data phase is over (checked every 256 iterations): a
+    /// receiver in the same process then measures the data phase apart from the
+    /// handshakes and the closes.
+    pub phase: Option<&'a AtomicU8>,
 }
+
+/// [`RunOpts::phase`]: handshakes (no data segment sent yet).
+pub const PHASE_SETUP: u8 = 0;
+/// [`RunOpts::phase`]: the first data segment has been sent.
+pub const PHASE_DATA: u8 = 1;
+/// [`RunOpts::phase`]: the data phase is over; the flows close.
+pub const PHASE_CLOSING: u8 = 2;
 
 /// What [`run`] drives: the flows on weir's TCP ([`Gen`]) or the frame generator
 /// ([`Sender`]). One call of each per loop iteration, in this order.
@@ -351,6 +363,18 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         }
         iter += 1;
         if iter % 256 == 0 {
+            if let Some(ph) = opts.phase {
+                let p = if engine.closing() {
+                    PHASE_CLOSING
+                } else if engine.data_span().is_some() {
+                    PHASE_DATA
+                } else {
+                    PHASE_SETUP
+                };
+                if p > ph.load(Ordering::Relaxed) {
+                    ph.store(p, Ordering::Release);
+                }
+            }
             if opts.stop.load(Ordering::Relaxed) && close_by == Instant::NEVER {
                 engine.stop_writing(now);
             }
@@ -369,6 +393,10 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         }
     }
     busy_cycles += span.close(Clock::cycles());
+    if let Some(ph) = opts.phase {
+        // A run that ended between two checks: its data phase is over too.
+        ph.fetch_max(PHASE_CLOSING, Ordering::Release);
+    }
     if finished && opts.linger > Duration::ZERO {
         // The last ACKs may still be on their way to the receiver: keep serving until
         // it has read them (memif drops what the peer has not read when a side leaves).

@@ -66,6 +66,14 @@ pub fn snd_buf_per_flow(flows: u32) -> u32 {
     (SEND_BUDGET / u64::from(flows.max(1))).clamp(64 << 10, 1 << 20) as u32
 }
 
+/// The send buffer of each of `cfg`'s connections: [`GenConfig::snd_buf`], or
+/// [`snd_buf_per_flow`].
+pub fn snd_buf_of(cfg: &GenConfig) -> u32 {
+    cfg.snd_buf
+        .unwrap_or_else(|| snd_buf_per_flow(cfg.flows))
+        .max(u32::from(cfg.mss.max(1)))
+}
+
 /// Bytes the flows of one generator may have written and not had acknowledged, in all.
 pub const SEND_BUDGET: u64 = 64 << 20;
 
@@ -73,7 +81,7 @@ pub const SEND_BUDGET: u64 = 64 << 20;
 /// [`slice_span`]-sized buffers (and two short ones at write ends), plus one write's
 /// chain in flight to `send_bufs` (what it refuses is freed at once).
 pub fn slices_needed(cfg: &GenConfig) -> u64 {
-    let per = u64::from(snd_buf_per_flow(cfg.flows)) / slice_span(cfg.mss) + 3;
+    let per = u64::from(snd_buf_of(cfg)) / slice_span(cfg.mss) + 3;
     u64::from(cfg.flows) * per + MAX_CHAIN as u64
 }
 
@@ -137,6 +145,8 @@ pub struct Gen<B: PacketBuf> {
     started: Option<Instant>,
     stop_at: Option<Instant>,
     stopping: bool,
+    /// [`GenConfig::open_first`] and flows still to open: no writes yet.
+    holding: bool,
     unresolved_by: Option<Instant>,
     finished: u32,
     stats: GenStats,
@@ -165,7 +175,7 @@ impl<B: PacketBuf> Gen<B> {
         let addrs = cfg.flows.div_ceil(per) as usize;
         let slots = cfg.flows.min(per) as usize;
         let mss = u32::from(cfg.mss);
-        let snd_buf = snd_buf_per_flow(cfg.flows);
+        let snd_buf = snd_buf_of(&cfg);
         let counting = cfg.ack_counting.to_stack();
         let tcp = TcpConfig {
             max_conns: slots,
@@ -247,6 +257,7 @@ impl<B: PacketBuf> Gen<B> {
             resolver,
             started: None,
             stop_at: None,
+            holding: cfg.open_first,
             stopping: false,
             unresolved_by: None,
             finished: 0,
@@ -428,9 +439,13 @@ impl<B: PacketBuf> Gen<B> {
     /// Steps 2-4: the stack's events, the flows' writes, admissions and timers.
     pub fn poll<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
         let start = *self.started.get_or_insert(now);
-        if self.stop_at.is_none() {
-            self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| start + d));
+        if self.unresolved_by.is_none() {
             self.unresolved_by = Some(start + ARP_GIVE_UP);
+        }
+        // The duration counts from the first poll, or with `open_first` from when every
+        // flow is open (`release`).
+        if self.stop_at.is_none() && !self.holding {
+            self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| now + d));
         }
         self.events(now, src);
         for p in &mut self.pipes {
@@ -462,6 +477,9 @@ impl<B: PacketBuf> Gen<B> {
             self.stop_writing(now);
         }
         self.admit(now);
+        if self.holding && self.waiting.is_empty() && self.half_open == 0 {
+            self.release(now, src);
+        }
         while let Some(&(at, i)) = self.gaps.front() {
             if at > now {
                 break;
@@ -568,6 +586,18 @@ impl<B: PacketBuf> Gen<B> {
         }
     }
 
+    /// [`GenConfig::open_first`]: every flow is open (or failed): the duration starts now
+    /// and every open flow writes.
+    fn release<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
+        self.holding = false;
+        self.stop_at = Some(self.cfg.duration.map_or(Instant::NEVER, |d| now + d));
+        for i in 0..self.cfg.flows {
+            if self.flows[i as usize].phase == Phase::Open {
+                self.fill(now, i, src);
+            }
+        }
+    }
+
     /// Opens connections while fewer than `max_half_open` handshakes are in progress.
     fn admit(&mut self, now: Instant) {
         let Some(mac) = self.dst_mac else { return };
@@ -607,7 +637,7 @@ impl<B: PacketBuf> Gen<B> {
         let (Some(id), Phase::Open) = (f.id, f.phase) else {
             return;
         };
-        if self.stopping || f.awaiting_ack {
+        if self.stopping || f.awaiting_ack || self.holding {
             return;
         }
         let ws = u64::from(self.cfg.write_size);

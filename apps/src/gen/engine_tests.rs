@@ -34,6 +34,9 @@ struct Outcome {
     psh_frames: u64,
     digests: HashMap<u16, (u64, [u8; 32])>,
     closed: usize,
+    /// The iteration of the receiver's last `Opened`, and of the first data segment.
+    last_open_iter: u64,
+    first_data_iter: Option<u64>,
     gen_pool: usize,
     rx_pool: usize,
 }
@@ -61,7 +64,8 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
     let mut acks: Burst<VecBuf> = Burst::new();
     let (mut data_frames, mut psh_frames) = (0u64, 0u64);
     let mut seen = std::collections::HashSet::new();
-    for _ in 0..max_iters {
+    let (mut last_open_iter, mut first_data_iter) = (0u64, None);
+    for iter in 0..max_iters {
         now += Duration::from_micros(5);
         // The receiver's frames from the last iteration reach the generator.
         let mut back: Burst<VecBuf> = Burst::new();
@@ -86,6 +90,7 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
                     u32::from_be_bytes([key.1[0], key.1[1], key.1[2], key.1[3]]),
                 );
                 if seen.insert(key) {
+                    first_data_iter.get_or_insert(iter);
                     data_frames += 1;
                     psh_frames += u64::from(d[34 + 13] & 0x08 != 0);
                 }
@@ -97,6 +102,7 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
         while let Some(ev) = p.tcp().poll_event() {
             match ev {
                 Event::Opened(id) => {
+                    last_open_iter = iter;
                     let port = p.tcp().flow(id).map_or(0, |f| f.sport);
                     hashers.insert(id, (port, 0, Sha256::new()));
                 }
@@ -138,6 +144,8 @@ fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
         psh_frames,
         digests,
         closed,
+        last_open_iter,
+        first_data_iter,
         gen_pool: gen_pool.in_use(),
         rx_pool: rx_pool.in_use(),
     }
@@ -177,6 +185,31 @@ fn stack_flows_arrive_in_order_and_close_cleanly() {
         assert_eq!(s.retransmits, 0);
         assert!(s.acks > 0 && s.acks_new_data > 0);
         assert_eq!((o.gen_pool, o.rx_pool), (0, 0), "every buffer went back");
+    }
+}
+
+#[test]
+fn open_first_writes_nothing_until_every_flow_is_open() {
+    // 32 flows, 4 handshakes at a time: without `open_first` the first flows send data
+    // while later ones are still opening; with it no data segment leaves before the
+    // receiver has every connection, and every byte still arrives.
+    for open_first in [false, true] {
+        let c = GenConfig {
+            max_half_open: 4,
+            open_first,
+            ..cfg(32, 20_000)
+        };
+        let o = run(c, true, 400_000);
+        assert!(o.gen.is_done(), "open_first {open_first}");
+        assert_eq!(o.gen.stats().closed, 32);
+        assert_eq!(o.digests.len(), 32);
+        assert!(o.digests.values().all(|&(n, _)| n == 20_000));
+        let first = o.first_data_iter.expect("data was sent");
+        if open_first {
+            assert!(first >= o.last_open_iter, "{first} {}", o.last_open_iter);
+        } else {
+            assert!(first < o.last_open_iter, "{first} {}", o.last_open_iter);
+        }
     }
 }
 

@@ -203,6 +203,18 @@ pub struct GenConfig {
     /// the receiver's digest then checks order; the MSS for a stamped pool, see
     /// [`pool`]).
     pub pattern_period: u32,
+    /// Open every flow before any writes: established flows wait until no flow is left
+    /// to open (or in its handshake), and [`GenConfig::duration`] counts from then. The
+    /// data phase then has every flow at once, however long the handshakes take (65,536
+    /// of them, at [`GenConfig::max_half_open`] at a time, take longer than a short
+    /// run). Off by default: each flow writes as soon as it is established. The frame
+    /// generator ([`Sender`]) holds its data segments the same way (not with `blast`).
+    pub open_first: bool,
+    /// Each connection's send buffer in bytes (at least one MSS); `None`:
+    /// [`engine::snd_buf_per_flow`] (64 KiB to 1 MiB). What a flow has written is sent
+    /// before its FIN, so at tens of thousands of flows a smaller buffer keeps the close
+    /// short.
+    pub snd_buf: Option<u32>,
 }
 
 impl Default for GenConfig {
@@ -234,6 +246,8 @@ impl Default for GenConfig {
             cc: stack::tcp::cc::CcAlgorithm::Reno,
             v6: None,
             pattern_period: payload::PERIOD as u32,
+            open_first: false,
+            snd_buf: None,
         }
     }
 }

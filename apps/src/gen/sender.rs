@@ -292,6 +292,8 @@ pub struct Sender {
     started: Option<Instant>,
     stop_at: Option<Instant>,
     stopping: bool,
+    /// [`GenConfig::open_first`] and flows still to open: no data segments yet.
+    holding: bool,
     first_data: Option<Instant>,
     last_data: Option<Instant>,
     stats: GenStats,
@@ -397,6 +399,7 @@ impl Sender {
             started: None,
             stop_at: None,
             stopping: false,
+            holding: cfg.open_first && !cfg.blast,
             first_data: None,
             last_data: None,
             stats: GenStats::default(),
@@ -533,7 +536,10 @@ impl Sender {
 
     fn start(&mut self, now: Instant) {
         self.started = Some(now);
-        self.stop_at = self.cfg.duration.map(|d| now + d);
+        // With `open_first` the duration counts from when every flow is open (`poll_tx`).
+        if !self.holding {
+            self.stop_at = self.cfg.duration.map(|d| now + d);
+        }
         if self.cfg.blast {
             // Open loop: every flow is "established" with unlimited windows.
             // Bursts and gaps need ACKs to pace them: blast mode ignores them.
@@ -1032,6 +1038,14 @@ impl Sender {
             f.in_ctl = false;
             self.stats.ctl_segments += 1;
             out.push(b);
+        }
+        if self.holding {
+            if !self.waiting.is_empty() || self.half_open > 0 {
+                return out.len() - start;
+            }
+            // Every flow is open (or failed): the data phase begins.
+            self.holding = false;
+            self.stop_at = self.cfg.duration.map(|d| now + d);
         }
         let train = self.cfg.interleave.train_len();
         while out.len() < end {

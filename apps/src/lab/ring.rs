@@ -29,7 +29,7 @@ pub fn cycles_per_segment(
             let r = rig.run(
                 SenderKind::Stack,
                 rig.gen_config(flows, secs, false, Interleave::Segment),
-                rig.pipeline_config(Some((w, 0)), flows, true),
+                rig.pipeline_config(Some((w, 0)), flows, true, 0),
                 RxWork::Stack,
                 true,
                 secs,

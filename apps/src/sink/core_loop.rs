@@ -2,7 +2,7 @@
 //! told to stop. Stats cross to the printer thread as snapshots through `crossbeam-queue`;
 //! nothing on the data path waits for anything.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
@@ -28,6 +28,9 @@ pub(crate) struct CoreResult {
     pub(crate) digests: Vec<DigestRecord>,
     /// Connections still open when it stopped (they were reset).
     pub(crate) open_at_stop: u64,
+    /// The counters (loop figures included) when [`CoreCtx::phase`] first read 1, and 2:
+    /// the differences are the sender's data phase.
+    pub(crate) at_phase: Vec<Stats>,
 }
 
 /// What a core does with each received burst. weir-sink's own is [`Stack`]: the burst goes
@@ -80,6 +83,12 @@ pub(crate) struct CoreCtx {
     pub(crate) closed: Arc<ArrayQueue<DigestRecord>>,
     /// The core's share of `--pcap`.
     pub(crate) capture: Option<crate::capture::CoreCapture>,
+    /// Set once the core's pipeline is built, before its loop starts (a bench's sender
+    /// waits for it: a pipeline sized for a million connections takes a while to build).
+    pub(crate) ready: Option<Arc<AtomicBool>>,
+    /// A sender's phase in the same process (`crate::gen::driver::RunOpts::phase`): the
+    /// core snapshots its counters each time it moves on ([`CoreResult::at_phase`]).
+    pub(crate) phase: Option<Arc<AtomicU8>>,
 }
 
 /// One core's loop: rx burst, `rx_handler` (weir-sink's is [`Stack`]), app, timers, one tx
@@ -87,6 +96,9 @@ pub(crate) struct CoreCtx {
 pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Result<CoreResult> {
     let mut p: Pipeline<Mbuf> = Pipeline::new(c.cfg.clone())
         .map_err(|e| anyhow!("queue {}: cannot set up TCP: {e}", c.queue))?;
+    if let Some(r) = &c.ready {
+        r.store(true, Ordering::Release);
+    }
     let mut app = SinkApp {
         digest: c.digest,
         conns: ConnMap::default(),
@@ -108,10 +120,21 @@ pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Resul
     let deadline = c.deadline_ns.map(Instant::from_nanos);
     let mut now;
     let mut span = BusySpan::default();
+    let mut at_phase: Vec<Stats> = Vec::new();
     loop {
         let t0 = Clock::cycles();
         lp.busy_cycles += span.close(t0);
         now = c.clock.instant_at(t0);
+        if let Some(ph) = &c.phase {
+            // Counted up to `t0`: the busy cycles of every iteration before this one.
+            let seen = usize::from(ph.load(Ordering::Acquire)).min(2);
+            while at_phase.len() < seen {
+                let mut s = p.stats();
+                rx_handler.counters(&mut s);
+                s.lp = lp.clone();
+                at_phase.push(s);
+            }
+        }
         let mut n = c.rx.rx_burst(&mut rx);
         // The stack's own share of the iteration starts here (the driver's receive, which
         // on net_tap is a read() per frame, is not weir's processing).
@@ -219,5 +242,6 @@ pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Resul
         stats,
         digests: app.done,
         open_at_stop,
+        at_phase,
     })
 }

@@ -208,6 +208,8 @@ pub fn run(args: SinkArgs, eal: Option<Vec<String>>) -> Result<()> {
             snapshots: snapshots.clone(),
             closed: closed.clone(),
             capture: capture.as_ref().map(|cap| cap.for_core(usize::from(q), q)),
+            ready: None,
+            phase: None,
         });
     }
     let started = std::time::Instant::now();
