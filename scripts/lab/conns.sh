@@ -10,8 +10,9 @@
 #    resident memory per connection, receiver cycles per segment and its ratio over the
 #    first row, and the 4 KiB-per-connection heap target.
 # 2. `weir-bench e2e --flows 64 --only stack` with the receiver's tables as weir-sink sizes
-#    them against `--tables 1000000` (connection table and GRO flow table for a million
-#    flows), PAIRS pairs (default 5) in fresh processes, the order alternating (AB, BA,
+#    them against `--tables 1000000` (the connection table for a million connections; GRO's
+#    table holds one flush window's runs whatever the connections, as in weir-sink and
+#    `weir-bench conns`), PAIRS pairs (default 5) in fresh processes, the order alternating (AB, BA,
 #    ...); the ratio is the median of the pairs' ratios of receiver cycles per segment,
 #    the target at most 1.05x.
 #
@@ -131,9 +132,10 @@ if tab:
             "### Tables sized for a million connections, at 64 flows",
             "",
             f"`weir-bench e2e --flows 64 --only stack` (64 flows interleaved per segment, one round of "
-            f"{tsecs} s of data each), with the receiver's connection table and GRO flow table as "
-            f"weir-sink sizes them (1,024 connections, 4,096 runs) against `--tables {big_tables}` (both "
-            f"for {n(big_tables)}), {len(ratios)} pairs in fresh processes, the order alternating. "
+            f"{tsecs} s of data each), with the receiver's connection table as weir-sink sizes it "
+            f"(1,024 connections) against `--tables {big_tables}` (a table for {n(big_tables)}; GRO's "
+            f"table holds 4,096 runs in both, as weir-sink and `weir-bench conns` keep it for any number "
+            f"of connections), {len(ratios)} pairs in fresh processes, the order alternating. "
             "The ratio is the median of the pairs' ratios of receiver cycles per segment.",
             "",
             "| tables | receiver cycles/segment (median) | range |",
@@ -151,9 +153,9 @@ if tab:
                 "below the bound. A likely cause, not measured here (this VM has no performance "
                 "counters): the heap is on 4 KiB pages (transparent huge pages are `madvise` only), "
                 "and a million-entry table spreads the 64 flows' hash-index entries (the connection "
-                "table's `heads`, 8 MiB; GRO's bucket lines, 32 MiB) over about one page each, where "
-                "the default tables' indexes take 2 pages (8 KiB) and 32 (128 KiB): each lookup can then "
-                "miss the first-level TLB. The slots themselves stay compact (both tables hand out the lowest free slots first).",
+                "table's `heads`, 8 MiB) over about one page each, where the default table's index "
+                "takes 2 pages (8 KiB): each lookup can then miss the first-level TLB. The slots "
+                "themselves stay compact (the table hands out the lowest free slots first).",
             ]
 (out / "conns.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))

@@ -75,9 +75,11 @@
 //! The 64-flow `stack` against `drop` (the former "stack <= 2x drop" target, retired:
 //! docs/decisions/ring-pair-floor.md) is printed for reference.
 //!
-//! `--tables N` sizes the receiver's connection table and GRO flow table for N flows
-//! whatever the row's flow count: a million-connection configuration measured on the
-//! 64-flow row.
+//! `--tables N` sizes the receiver's connection table for N connections whatever the
+//! row's flow count: a million-connection configuration measured on the 64-flow row. The
+//! GRO table keeps its [`GRO_FLOWS`] runs, as `weir-bench conns` and weir-sink keep it for
+//! any number of connections: it holds the runs of one flush window, not one entry per
+//! connection.
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -466,7 +468,7 @@ impl Rig {
     /// window and the busy hold in ns, `None` for `--no-gro`; `nic`: TX checksum offload for ACKs, as
     /// weir-sink asks for on a NIC that has it).
     /// Its connection table holds twice the flows (at least 1,024), its GRO table
-    /// [`GRO_FLOWS`] runs; `tables` raises both to at least that many.
+    /// [`GRO_FLOWS`] runs; `tables` raises the connection table to at least that many.
     pub(crate) fn pipeline_config(
         &self,
         gro: Option<(u64, u64)>,
@@ -479,7 +481,7 @@ impl Rig {
             gro: gro.map(|(ns, busy)| GroConfig {
                 flush_ns: Duration::from_nanos(ns),
                 busy_hold_ns: Duration::from_nanos(busy),
-                max_flows: GRO_FLOWS.max(tables as usize),
+                max_flows: GRO_FLOWS,
                 ..GroConfig::default()
             }),
             tcp: TcpConfig {

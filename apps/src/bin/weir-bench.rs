@@ -35,9 +35,10 @@ enum Cmd {
         /// Flow counts (comma-separated).
         #[arg(long, value_delimiter = ',', default_values_t = [1u32, 64, 4096, 65536])]
         flows: Vec<u32>,
-        /// Size the receiver's connection table (max_conns) and GRO flow table for at least
-        /// this many flows, whatever the row's flow count (0: as weir-sink sizes them),
-        /// e.g. 1000000 to measure tables sized for a million connections at 64 flows.
+        /// Size the receiver's connection table (max_conns) for at least this many
+        /// connections, whatever the row's flow count (0: as weir-sink sizes it), e.g.
+        /// 1000000 to measure a table sized for a million connections at 64 flows (GRO's
+        /// table keeps its runs: it holds one flush window's, not one per connection).
         #[arg(long, default_value_t = 0)]
         tables: u32,
         /// Do not model the NIC's RX checksum offload: the receiver verifies every IPv4
