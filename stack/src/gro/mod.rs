@@ -908,7 +908,9 @@ impl<B: PacketBuf> Gro<B> {
     /// Once a run has taken two frames in a row, its header is kept as a template: the
     /// run's next frame is recognised by comparing its header words with it (only the
     /// fields that change within a run are read and checked), with no parse, flow hash or
-    /// table lookup (`template.rs` says why that decides the same).
+    /// table lookup (`template.rs` says why that decides the same). When the run is
+    /// flushed the header stays, and the flow's next frame that repeats it starts the
+    /// flow's next run without a parse, flow hash or signature (`start_templated`).
     #[inline]
     pub fn handle_frame(
         &mut self,
