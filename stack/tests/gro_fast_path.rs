@@ -8,8 +8,9 @@
 //! TSecr up and down, sequence gaps, short segments). `streaks_take_the_same_path_...`
 //! sends them in streaks of one flow, so that `handle_frame`'s same-run template (the
 //! header of a run's previous frame, compared in words) decides most frames; the two
-//! `..._is_not_continued_by_its_template` tests check that a flushed or evicted run's
-//! template is forgotten.
+//! `..._is_not_continued_by_its_template` tests check that a flushed or evicted run is
+//! forgotten by its template, and `kept_template_decides_alike_after_its_run_is_flushed`
+//! that the header the template keeps starts the flow's next run as the parse would.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -424,6 +425,45 @@ fn evicted_run_is_not_continued_by_its_template() {
     assert_eq!(segs_of(&ua)[..2], [2, 1]);
     let flow0: Vec<u16> = ua.iter().filter(|u| u.0 == ua[0].0).map(|u| u.7).collect();
     assert_eq!(flow0, vec![2, 2]);
+}
+
+#[test]
+fn kept_template_decides_alike_after_its_run_is_flushed() {
+    // Each run of flow 0 is flushed (its time is up: flush_ns 2,000) before the flow's
+    // next frame, which `handle_frame` then takes from the run's kept template: alone,
+    // after a sequence jump, with another flow's frame between, and a short frame (which
+    // does not match it). The same units and counters as the parsed path.
+    let later = |flow: u8| {
+        let mut s = plain(flow, false);
+        s.gap_ns = 3_000;
+        s
+    };
+    let mut jump = later(0);
+    jump.seq_jump = 2;
+    let mut short = later(0);
+    short.len = 100;
+    let steps = [
+        plain(0, false),
+        plain(0, false),
+        plain(0, false),
+        later(0),
+        plain(0, false),
+        later(0),
+        jump,
+        plain(0, false),
+        later(0),
+        plain(1, false),
+        plain(0, false),
+        plain(0, true),
+        short,
+    ];
+    let f = frames(&steps);
+    let (ua, sa, _, taken) = run(&f, true, 2_000);
+    let (ub, sb, _, _) = run(&f, false, 2_000);
+    assert_eq!(taken, steps.len());
+    assert_eq!(ua, ub);
+    assert_eq!(format!("{sa:?}"), format!("{sb:?}"));
+    assert_eq!(segs_of(&ua), vec![3, 2, 1, 2, 3, 1, 1]);
 }
 
 /// A frame of the fast layout (IPv4, NOP NOP TS, checksums verified by the NIC) from flow

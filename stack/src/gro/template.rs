@@ -13,19 +13,26 @@
 //! `stack/tests/gro_fast_path.rs` compares whole outputs against the parsed path. Why a
 //! template, and what it saved: `docs/decisions/gro-same-run.md`.
 //!
-//! The template names a table slot; [`super::Gro`] forgets it whenever that slot's run is
+//! The template names a table slot; [`super::Gro`] clears that whenever the slot's run is
 //! flushed (every way a run leaves the table goes through `flush_slot`), so it never
-//! refers to a run that is no longer held or to a later run in the same slot.
+//! refers to a run that is no longer held or to a later run in the same slot. The header
+//! words stay: the flow's next frame (with `flush_ns = 0`, the first of the next burst,
+//! after the burst's end flushed the run) is handled from them as the general path
+//! handles its parse, since the template also keeps what the general path computes from
+//! those bytes (the flow's words and hash, the header signature). Why:
+//! `docs/decisions/gro-window-zero.md`.
 
 use core::net::Ipv4Addr;
 
 use core::ops::Range;
 
 use crate::buf::{ChecksumStatus, RxChecksum};
+use crate::flow::FlowWords;
 use crate::wire::fast::{field, HEADER_LEN, HEADER_LEN_NO_OPTIONS};
 use crate::wire::{FastTcpV4, LocalAddrs, TcpFlags, Timestamp};
 
 use super::table::NIL;
+use super::{Arrival, HeaderSig};
 
 /// Header bytes compared: Ethernet (14) + IPv4 without options (20) + TCP up to the TSval
 /// (24 of NOP NOP TS's 32), rounded up to whole words (8, 64 bytes).
@@ -44,7 +51,8 @@ const VARYING: [Range<usize>; 4] = [
 /// Header words of the last run merged into, and what the run's next frame must repeat.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct RunTemplate {
-    /// The run's table slot, or [`NIL`]: no template.
+    /// The run's table slot, or [`NIL`]: no run (the template's run was flushed, or there
+    /// never was a template: then nothing matches it).
     pub(super) slot: u32,
     /// The template frame's first `8 * WORDS` (64) bytes as little-endian words, masked.
     words: [u64; WORDS],
@@ -63,6 +71,11 @@ pub(super) struct RunTemplate {
     pub(super) payload_len: u16,
     pub(super) flags: TcpFlags,
     pub(super) df: bool,
+    /// The general path's flow words, flow hash and header signature of the template
+    /// frame (identical for every frame matching it).
+    pub(super) flow: FlowWords,
+    pub(super) hash: u32,
+    pub(super) sig: HeaderSig,
 }
 
 /// The per-frame fields of a frame matching a template.
@@ -122,6 +135,9 @@ impl RunTemplate {
         payload_len: 0,
         flags: TcpFlags(0),
         df: false,
+        flow: FlowWords([0; 5]),
+        hash: 0,
+        sig: HeaderSig::NONE,
     };
 
     /// A template for the run in `slot`, from `frame`, which [`FastTcpV4::parse`] accepted
@@ -136,6 +152,7 @@ impl RunTemplate {
         for (w, k) in words.iter_mut().zip(mask) {
             *w &= k;
         }
+        let a = Arrival::of_fast(f);
         Some(RunTemplate {
             slot,
             words,
@@ -148,6 +165,9 @@ impl RunTemplate {
             payload_len: f.payload_len,
             flags: f.flags,
             df: f.df,
+            flow: a.flow,
+            hash: a.hash,
+            sig: a.sig,
         })
     }
 

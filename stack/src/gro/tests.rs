@@ -1306,3 +1306,109 @@ fn bypasses_grow_while_nothing_merges() {
     assert_eq!(h.gro.bypass_len, BYPASS_MIN);
     assert_flow_order(&h, 200);
 }
+
+/// weir's addresses as [`wire_frame`] addresses it.
+fn wire_local() -> LocalAddrs {
+    LocalAddrs::new([2, 0, 0, 0, 0, 1], Some(Ipv4Addr::new(198, 18, 0, 1)), None)
+}
+
+/// A real frame in the parser's fast-path layout (IPv4, NOP NOP TS, checksums verified by
+/// the NIC) of IPv4 flow `f` at sequence offset `off` from [`ISS`], `len` bytes.
+fn wire_frame(f: u16, off: u32, len: u16) -> VecBuf {
+    let key = flow(false, f);
+    let ip = |a: [u8; 16]| core::net::IpAddr::V4(Ipv4Addr::new(a[12], a[13], a[14], a[15]));
+    let seq = ISS.wrapping_add(off);
+    let fr = crate::wire::TcpFrame {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        vlan: None,
+        src_ip: ip(key.src),
+        dst_ip: ip(key.dst),
+        sport: key.sport,
+        dport: key.dport,
+        seq: SeqNumber(seq),
+        ack: SeqNumber(5555),
+        flags: TcpFlags::ACK,
+        window: 512,
+        opts: TcpOptions {
+            timestamp: Some(Timestamp {
+                tsval: TSVAL,
+                tsecr: TSECR,
+            }),
+            ..TcpOptions::default()
+        },
+        ttl: 64,
+        ip_id: 0,
+    };
+    let payload: Vec<u8> = (0..u32::from(len))
+        .map(|i| byte_at(seq.wrapping_add(i)))
+        .collect();
+    VecBuf::from_vec(fr.to_vec(&payload)).with_rx_checksum(crate::buf::RxChecksum {
+        ip: crate::buf::ChecksumStatus::Good,
+        l4: crate::buf::ChecksumStatus::Good,
+    })
+}
+
+/// The same-run template outlives its run (`template.rs`): with `flush_ns = 0` the burst's
+/// end flushes the run but keeps the header, the flow's first frame of the next burst
+/// starts its run from it (spilled to the cold part at once, so the same-run path takes the
+/// next frames), a run of one started so leaves as a run of one (counted as one for the
+/// bypass), and another flow's frame retires the kept template. The units are the parsed
+/// path's (`stack/tests/gro_fast_path.rs` compares whole outputs on random streams).
+#[test]
+fn kept_template_starts_the_flows_next_run() {
+    let mut h = H::new(GroConfig::default());
+    let local = wire_local();
+    let feed = |h: &mut H, f: u16, i: u32| {
+        let out = &mut h.out;
+        let taken = h
+            .gro
+            .handle_frame(h.now, wire_frame(f, i * M, MSS), &local, &mut |s| {
+                out.push(s.take())
+            });
+        assert!(taken.is_ok(), "a fast-path frame is taken");
+    };
+    for i in 0..3 {
+        feed(&mut h, 0, i);
+    }
+    assert_ne!(
+        h.gro.template.slot, NIL,
+        "the second frame set the template"
+    );
+    h.end();
+    assert_eq!(h.gro.template.slot, NIL);
+    assert!(h.gro.template_kept);
+    // The next burst: its first frame starts the run from the kept template.
+    feed(&mut h, 0, 3);
+    let s = h.gro.template.slot;
+    assert_ne!(s, NIL, "the kept template names the run it started");
+    assert!(h.gro.first[s as usize].is_none(), "spilled at once");
+    feed(&mut h, 0, 4);
+    h.end();
+    // A burst of one frame: a run of one, from the cold part, counted as a lone run.
+    feed(&mut h, 0, 5);
+    assert_ne!(h.gro.template.slot, NIL);
+    let lone = h.gro.lone_runs;
+    h.end();
+    assert_eq!(h.gro.lone_runs, lone + 1);
+    assert_eq!(
+        h.units(),
+        vec![(0, 3, 3 * M), (3 * M, 2, 2 * M), (5 * M, 1, M)]
+    );
+    assert_eq!(h.out[2].gso_size, MSS);
+    assert_eq!(
+        h.out[2].opts.timestamp,
+        Some(Timestamp {
+            tsval: TSVAL,
+            tsecr: TSECR
+        })
+    );
+    h.check_payloads();
+    // Another flow's frame does not match: the template is no longer tried.
+    assert!(h.gro.template_kept);
+    feed(&mut h, 1, 0);
+    assert!(!h.gro.template_kept);
+    h.end();
+    assert_eq!(h.units().len(), 4);
+    assert_eq!(h.gro.stats().segments_out, 7);
+}
