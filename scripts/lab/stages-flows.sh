@@ -71,6 +71,7 @@ grow = max(stages, key=lambda s: m[hi][s] - m[lo][s])
 lines += ["",
     f"The total at {name(hi)} is {m[hi]['total'] / m[lo]['total']:.2f}x its figure at {name(lo)}; "
     f"{what[grow].split(' (')[0]} grows the most ({m[lo][grow]:.1f} to {m[hi][grow]:.1f} ns). "
+    "(Each figure is a median of its own, so the shares need not add up to 100%.) "
     f"Outside the total, flushing every flow's held run of 16 when all are due (`Gro::flush_expired`) costs "
     f"{m[lo]['gro_flush_expired']:.1f} and {m[hi]['gro_flush_expired']:.1f} ns per segment flushed."]
 (out / "stages_flows.md").write_text("\n".join(lines) + "\n")
