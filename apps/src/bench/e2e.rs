@@ -241,6 +241,12 @@ struct Sample {
     retransmits: u64,
     /// GRO bypasses begun ([`stack::gro::GroStats::bypasses`]).
     gro_bypasses: u64,
+    /// Segments into GRO over the whole run, handshakes and closes included
+    /// ([`stack::gro::GroStats::segments_in`]).
+    gro_segments_in: u64,
+    /// GRO's units by flush reason over the whole run ([`stack::gro::GroStats::flushes`]):
+    /// the handshakes' and closes' segments leave as `passthrough`.
+    gro_flushes: [u64; FlushReason::COUNT],
     /// Units GRO passed on as [`FlushReason::Bypass`].
     gro_bypass_units: u64,
     /// Runs GRO flushed early because its table was full ([`FlushReason::Eviction`]).
@@ -691,6 +697,8 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         gro_bypasses: gro.bypasses,
         gro_bypass_units: gro.flushes[FlushReason::Bypass.index()],
         gro_evictions: gro.flushes[FlushReason::Eviction.index()],
+        gro_segments_in: gro.segments_in,
+        gro_flushes: gro.flushes,
         clean: unclean.is_none(),
         unclean,
     }
@@ -862,6 +870,9 @@ pub fn run(o: &Options) -> Result<()> {
                        "gro_bypasses": m(v, |s| s.gro_bypasses as f64),
                        "gro_bypass_units": m(v, |s| s.gro_bypass_units as f64),
                        "gro_evictions": m(v, |s| s.gro_evictions as f64),
+                       "gro_segments_in": m(v, |s| s.gro_segments_in as f64),
+                       "gro_flushes": FlushReason::ALL.iter().map(|r| (r.name().to_string(),
+                           json!(median(v.iter().map(|s| s.gro_flushes[r.index()] as f64).collect())))).collect::<serde_json::Map<_, _>>(),
                        "tables": o.tables,
                        "retransmits": retx, "clean_close": clean, "runs": v.len()})
             );
