@@ -241,6 +241,10 @@ struct Sample {
     retransmits: u64,
     /// GRO bypasses begun ([`stack::gro::GroStats::bypasses`]).
     gro_bypasses: u64,
+    /// Data segments the generator sent (retransmissions included) over the whole run.
+    generator_segments: u64,
+    /// Frames the receiver took from the ring over the whole run.
+    receiver_rx_packets: u64,
     /// Segments into GRO over the whole run, handshakes and closes included
     /// ([`stack::gro::GroStats::segments_in`]).
     gro_segments_in: u64,
@@ -698,6 +702,8 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         gro_bypass_units: gro.flushes[FlushReason::Bypass.index()],
         gro_evictions: gro.flushes[FlushReason::Eviction.index()],
         gro_segments_in: gro.segments_in,
+        generator_segments: g.stats.segments,
+        receiver_rx_packets: s.pipeline.rx_packets,
         gro_flushes: gro.flushes,
         clean: unclean.is_none(),
         unclean,
@@ -871,6 +877,8 @@ pub fn run(o: &Options) -> Result<()> {
                        "gro_bypass_units": m(v, |s| s.gro_bypass_units as f64),
                        "gro_evictions": m(v, |s| s.gro_evictions as f64),
                        "gro_segments_in": m(v, |s| s.gro_segments_in as f64),
+                       "generator_segments": m(v, |s| s.generator_segments as f64),
+                       "receiver_rx_packets": m(v, |s| s.receiver_rx_packets as f64),
                        "gro_flushes": FlushReason::ALL.iter().map(|r| (r.name().to_string(),
                            json!(median(v.iter().map(|s| s.gro_flushes[r.index()] as f64).collect())))).collect::<serde_json::Map<_, _>>(),
                        "tables": o.tables,
