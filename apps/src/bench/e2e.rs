@@ -249,12 +249,9 @@ struct Sample {
     /// ([`stack::gro::GroStats::segments_in`]).
     gro_segments_in: u64,
     /// GRO's units by flush reason over the whole run ([`stack::gro::GroStats::flushes`]):
-    /// the handshakes' and closes' segments leave as `passthrough`.
+    /// the handshakes' and closes' segments leave as `passthrough`, bypassed segments as
+    /// `bypass`, runs flushed for a full table as `eviction`.
     gro_flushes: [u64; FlushReason::COUNT],
-    /// Units GRO passed on as [`FlushReason::Bypass`].
-    gro_bypass_units: u64,
-    /// Runs GRO flushed early because its table was full ([`FlushReason::Eviction`]).
-    gro_evictions: u64,
     clean: bool,
     /// Why the case was not clean (`None` when it was).
     unclean: Option<String>,
@@ -699,8 +696,6 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         gen_cycles_per_seg: ratio(g.busy_cycles as f64, g.stats.segments as f64),
         retransmits: g.stats.retransmits,
         gro_bypasses: gro.bypasses,
-        gro_bypass_units: gro.flushes[FlushReason::Bypass.index()],
-        gro_evictions: gro.flushes[FlushReason::Eviction.index()],
         gro_segments_in: gro.segments_in,
         generator_segments: g.stats.segments,
         receiver_rx_packets: s.pipeline.rx_packets,
@@ -874,8 +869,6 @@ pub fn run(o: &Options) -> Result<()> {
                        "receiver_busy_fraction": m(v, |s| s.busy_fraction),
                        "generator_cycles_per_segment": m(v, |s| s.gen_cycles_per_seg),
                        "gro_bypasses": m(v, |s| s.gro_bypasses as f64),
-                       "gro_bypass_units": m(v, |s| s.gro_bypass_units as f64),
-                       "gro_evictions": m(v, |s| s.gro_evictions as f64),
                        "gro_segments_in": m(v, |s| s.gro_segments_in as f64),
                        "generator_segments": m(v, |s| s.generator_segments as f64),
                        "receiver_rx_packets": m(v, |s| s.receiver_rx_packets as f64),

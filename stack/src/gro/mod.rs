@@ -764,9 +764,7 @@ impl<B: PacketBuf> Gro<B> {
         self.bypass_left = 0;
         // No frame: the MAC addresses come from `meta` (the same signature).
         let a = Arrival::of_meta(meta, &[]);
-        self.stats.segments_in += 1;
-        self.stats.held_segments += 1;
-        self.now = now;
+        self.take_in(now);
         let held = self.table.find(a.hash, &a.flow);
         let n = payload.slice_count();
         if a.flags.intersects(NEVER_MERGE) || a.ip_options || a.payload_len == 0 {
@@ -988,9 +986,7 @@ impl<B: PacketBuf> Gro<B> {
         if let Err(slice) = self.cold[s as usize].payload.push(slice) {
             return Err(slice.buf);
         }
-        self.stats.segments_in += 1;
-        self.stats.held_segments += 1;
-        self.now = now;
+        self.take_in(now);
         self.merged(s, len, f.ip_id, flags, f.ts, out);
         Ok(())
     }
@@ -1023,9 +1019,7 @@ impl<B: PacketBuf> Gro<B> {
         if self.table.oldest().is_some() && self.table.find(a.hash, &a.flow).is_some() {
             return Err(buf);
         }
-        self.stats.segments_in += 1;
-        self.stats.held_segments += 1;
-        self.now = now;
+        self.take_in(now);
         if let Some(slot) = self.start_run_inline(now, &a, buf, out) {
             // The first segment goes to the cold part at once, as a second segment would
             // move it: the same-run path, which takes the run's next frames, then never
@@ -1035,6 +1029,15 @@ impl<B: PacketBuf> Gro<B> {
             self.template.slot = slot;
         }
         Ok(())
+    }
+
+    /// Counts a segment in (held until its unit leaves) and advances GRO's clock: the
+    /// start of every path that takes a segment.
+    #[inline(always)]
+    fn take_in(&mut self, now: Instant) {
+        self.stats.segments_in += 1;
+        self.stats.held_segments += 1;
+        self.now = now;
     }
 
     /// Remembers the frame just merged into the run in slot `s` (its last segment) as
@@ -1070,9 +1073,7 @@ impl<B: PacketBuf> Gro<B> {
         buf: B,
         out: &mut impl FnMut(&mut Segment<B>),
     ) -> Option<u32> {
-        self.stats.segments_in += 1;
-        self.stats.held_segments += 1;
-        self.now = now;
+        self.take_in(now);
         if self.table.oldest().is_none() {
             if let Some(reason) = self.straight(w) {
                 let one = &mut self.one;
