@@ -737,8 +737,9 @@ pub struct Options {
     /// Where DPDK's memory (the three mbuf pools) comes from (`--hugepages`: 2 MiB pages,
     /// reserved beforehand).
     pub memory: Memory,
-    /// Size the receiver's connection table (`TcpConfig::max_conns`) and GRO flow table
-    /// for at least this many flows (0: as weir-sink sizes them, [`Rig::pipeline_config`]).
+    /// Size the receiver's connection table (`TcpConfig::max_conns`) for at least this many
+    /// connections (0: as weir-sink sizes it, [`Rig::pipeline_config`]); GRO's table keeps
+    /// its runs.
     pub tables: u32,
 }
 
