@@ -46,7 +46,7 @@ pub use port::{
     DeviceInfo, Link, Offloads, Port, PortConfig, PortRxQueue, PortStats, PortTxQueue, QueueSpread,
     TxCsumCaps, RSS_HASH_TYPES,
 };
-pub use ring::{ring_port_pair, ring_port_pair_queues, MAX_RING_QUEUES};
+pub use ring::{ring_port_pair, ring_port_pair_queues, ring_port_pair_sized, MAX_RING_QUEUES};
 
 /// The raw bindings, for what the safe layer does not cover yet.
 pub use dpdk_sys as sys;

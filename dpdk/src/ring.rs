@@ -66,6 +66,23 @@ pub fn ring_port_pair(eal: &Eal, name: &str, size: u32) -> Result<(u16, u16)> {
     ring_port_pair_queues(eal, name, size, 1)
 }
 
+/// [`ring_port_pair`] with a ring of its own size each way: `a_to_b` slots carry what `a`
+/// transmits, `b_to_a` what `b` does. A ring drains only as fast as its reader polls, so a
+/// side whose transmissions stand for a NIC's (which drains at line rate, whatever the
+/// peer host does) can be given a deeper ring than the one its peer feeds it through.
+pub fn ring_port_pair_sized(
+    _eal: &Eal,
+    name: &str,
+    a_to_b: u32,
+    b_to_a: u32,
+) -> Result<(u16, u16)> {
+    let ab = [create_ring(&format!("{name}_ab"), a_to_b)?];
+    let ba = [create_ring(&format!("{name}_ba"), b_to_a)?];
+    let a = port_from_rings(&format!("{name}_a"), &ba, &ab)?;
+    let b = port_from_rings(&format!("{name}_b"), &ab, &ba)?;
+    Ok((a, b))
+}
+
 /// The most queues [`ring_port_pair_queues`] gives a port (the ring PMD's own limit,
 /// `RTE_PMD_RING_MAX_RX_RINGS` and `RTE_PMD_RING_MAX_TX_RINGS` in DPDK's `rte_config.h`).
 pub const MAX_RING_QUEUES: u16 = 16;

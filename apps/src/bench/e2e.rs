@@ -101,18 +101,30 @@ use super::loops::{run_receiver_signalling, ReceiverCore, ReceiverResult, RxWork
 use crate::eal_args::{bench_eal_args, Memory};
 use crate::gen::driver::{self, GenIo, GenReport, RunOpts};
 use crate::gen::payload::Payload;
-use crate::gen::pool::GenPool;
+use crate::gen::pool::{self, GenPool};
 use crate::gen::sender::HDR_LEN;
 use crate::gen::{Gen, GenConfig, Interleave, Sender};
 
 pub(crate) const RX_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 pub(crate) const GEN_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 pub(crate) const PORT: u16 = 5001;
-/// Ring slots per direction: the depth of a typical NIC descriptor ring.
+/// Ring slots from the generator to the receiver (the receiver's RX ring): the depth of
+/// a typical NIC descriptor ring.
 const RING_SIZE: u32 = 1024;
-/// Mbufs per pool: more than the rings (2 x 1,024), the receiver's out-of-order and GRO
-/// holdings and the caches can pin at once.
+/// Ring slots for the receiver's ACKs, back to the generator. A NIC's TX ring drains at
+/// line rate whatever the peer host does; this ring drains only as fast as the generator
+/// polls it, and at 65,536 flows the generator's loop at times runs long enough for more
+/// ACKs than a NIC ring holds to come meanwhile. With 1,024, 4,096 or 8,192 slots the
+/// receiver then dropped 150,000 to 400,000 ACKs a run (`tx.queue_full`), each lost last
+/// ACK of a window cost its flow an RTO and a spurious retransmission, and the row
+/// measured that instead of the receiver; 16,384 slots dropped none.
+const ACK_RING_SIZE: u32 = 16_384;
+/// Mbufs per generator pool: more than the data ring (1,024), the receiver's out-of-order
+/// and GRO holdings and the caches can pin at once.
 const POOL_MBUFS: u32 = 16_383;
+/// Mbufs of the receiver's pool, which its ACKs come from: more than the ACK ring
+/// ([`ACK_RING_SIZE`]) and the caches hold at once.
+const RX_POOL_MBUFS: u32 = 32_767;
 /// The most flows the rig is sized for: `weir-bench e2e`'s largest default row. Its
 /// pool of payload references for the stack sender's write buffers holds every flow's
 /// send buffer full at this many flows ([`refs_for`]: 64 KiB per flow in buffers of
@@ -245,6 +257,12 @@ struct Sample {
     generator_segments: u64,
     /// Frames the receiver took from the ring over the whole run.
     receiver_rx_packets: u64,
+    /// Frames (ACKs) the receiver's transmit ring refused over the whole run: dropped
+    /// and counted (`tx.queue_full`); each may cost a flow an RTO.
+    receiver_tx_dropped: u64,
+    /// Segments the receiver had already received (`tcp.duplicate_segments`): the
+    /// generator's retransmissions of data that had arrived.
+    receiver_duplicates: u64,
     /// Segments into GRO over the whole run, handshakes and closes included
     /// ([`stack::gro::GroStats::segments_in`]).
     gro_segments_in: u64,
@@ -299,8 +317,8 @@ impl Rig {
             .worker_lcores()
             .first()
             .ok_or_else(|| anyhow!("the EAL has no worker lcore (needs -l 0-1: two cores)"))?;
-        let (a, b) =
-            dpdk::ring_port_pair(&eal, "e2e", RING_SIZE).context("creating the ring pair")?;
+        let (a, b) = dpdk::ring_port_pair_sized(&eal, "e2e", RING_SIZE, ACK_RING_SIZE)
+            .context("creating the ring pair")?;
         let room = dpdk::DEFAULT_DATA_ROOM;
         // Every pool's data rooms are written once now (zeros, or the stamp): with
         // --no-huge, the first touch of each 4 KiB page is a page fault, which would
@@ -314,10 +332,13 @@ impl Rig {
         let gen_stamped =
             Mempool::new_stamped(&eal, "e2e_gen_data", POOL_MBUFS, 256, room, HDR_LEN, &stamp)
                 .context("creating the generator's stamped mbuf pool")?;
-        let rx_pool = Mempool::new_stamped(&eal, "e2e_rx", POOL_MBUFS, 256, room, 0, &zeros)
+        let rx_pool = Mempool::new_stamped(&eal, "e2e_rx", RX_POOL_MBUFS, 256, room, 0, &zeros)
             .context("creating the receiver's mbuf pool")?;
         let pattern_len = Payload::with_period(usize::from(MSS)).as_bytes().len();
-        let gen_pattern = Mempool::new(&eal, "e2e_pattern", 3, 0, (pattern_len + 128) as u16)
+        // Copies enough for every reference at once (one copy carries at most 65,533),
+        // for two runs: a run's copies go back to the pool when its last reference does.
+        let copies = 2 * pool::pattern_copies(u64::from(refs_for(MAX_FLOWS))) as u32;
+        let gen_pattern = Mempool::new(&eal, "e2e_pattern", copies, 0, (pattern_len + 128) as u16)
             .context("creating the payload pattern's pool")?;
         let gen_refs = Mempool::new(&eal, "e2e_refs", refs_for(MAX_FLOWS), 256, 0)
             .context("creating the pool of payload references")?;
@@ -362,14 +383,9 @@ impl Rig {
     /// (a fresh pattern mbuf each run; stamped segments, nothing chained).
     fn stack_gen_pool(&self) -> Result<GenPool> {
         let payload = Payload::with_period(usize::from(MSS));
-        let mut m = self
-            .gen_pattern
-            .alloc_empty()
-            .ok_or_else(|| anyhow!("the payload pattern's pool is empty"))?;
-        if !m.extend_from_slice(payload.as_bytes()) {
-            bail!("the payload pattern does not fit its mbuf");
-        }
-        let data = dpdk::SharedData::new(m).ok_or_else(|| anyhow!("cannot share the pattern"))?;
+        let copies = pool::pattern_copies(u64::from(refs_for(MAX_FLOWS)));
+        let data = pool::share_copies(&self.gen_pattern, payload.as_bytes(), copies)
+            .map_err(|e| anyhow!(e))?;
         Ok(self
             .gen_pool()
             .with_pattern(data, self.gen_refs, usize::from(MSS), false))
@@ -699,6 +715,8 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         gro_segments_in: gro.segments_in,
         generator_segments: g.stats.segments,
         receiver_rx_packets: s.pipeline.rx_packets,
+        receiver_tx_dropped: s.lp.tx_dropped,
+        receiver_duplicates: s.tcp.duplicate_segments,
         gro_flushes: gro.flushes,
         clean: unclean.is_none(),
         unclean,
@@ -873,6 +891,8 @@ pub fn run(o: &Options) -> Result<()> {
                        "gro_segments_in": m(v, |s| s.gro_segments_in as f64),
                        "generator_segments": m(v, |s| s.generator_segments as f64),
                        "receiver_rx_packets": m(v, |s| s.receiver_rx_packets as f64),
+                       "receiver_tx_dropped": m(v, |s| s.receiver_tx_dropped as f64),
+                       "receiver_duplicates": m(v, |s| s.receiver_duplicates as f64),
                        "gro_flushes": FlushReason::ALL.iter().map(|r| (r.name().to_string(),
                            json!(median(v.iter().map(|s| s.gro_flushes[r.index()] as f64).collect())))).collect::<serde_json::Map<_, _>>(),
                        "tables": o.tables,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig};
 use serde_json::json;
@@ -228,18 +228,12 @@ fn shared_pool(
     let Some(room) = u16::try_from(bytes.len() + 128).ok() else {
         return Ok(None);
     };
-    let big = Mempool::new(eal, "weir_gen_pattern", 1, 0, room)
+    let copies = super::pool::pattern_copies(u64::from(mbufs));
+    let big = Mempool::new(eal, "weir_gen_pattern", copies as u32, 0, room)
         .context("creating the pool for the shared payload (or pass --copy-payload)")?;
     let refs = Mempool::new(eal, "weir_gen_refs", mbufs, 256, 0)
         .context("creating the pool of payload references (or pass --copy-payload)")?;
-    let mut m = big
-        .alloc_empty()
-        .ok_or_else(|| anyhow!("the shared payload's pool is empty"))?;
-    if !m.extend_from_slice(bytes) {
-        bail!("the shared payload does not fit its mbuf");
-    }
-    let data =
-        dpdk::SharedData::new(m).ok_or_else(|| anyhow!("the payload mbuf cannot be shared"))?;
+    let data = super::pool::share_copies(&big, bytes, copies).map_err(|e| anyhow!(e))?;
     Ok(Some(GenPool::with_shared(plain, refs, data)))
 }
 
@@ -263,20 +257,14 @@ pub fn pattern_pool(
             bytes.len()
         )
     })?;
-    let big = Mempool::new(eal, "weir_gen_pattern", 1, 0, room)
-        .context("creating the pool for the payload pattern")?;
     let refs_n =
         (super::engine::slices_needed(cfg) + u64::from(mbufs)).min(u64::from(u32::MAX / 2));
+    let copies = super::pool::pattern_copies(refs_n);
+    let big = Mempool::new(eal, "weir_gen_pattern", copies as u32, 0, room)
+        .context("creating the pool for the payload pattern")?;
     let refs = Mempool::new(eal, "weir_gen_refs", refs_n as u32, 256, 0)
         .with_context(|| format!("creating the pool of {refs_n} payload references (fewer --flows, or more memory with -m)"))?;
-    let mut m = big
-        .alloc_empty()
-        .ok_or_else(|| anyhow!("the payload pattern's pool is empty"))?;
-    if !m.extend_from_slice(bytes) {
-        bail!("the payload pattern does not fit its mbuf");
-    }
-    let data =
-        dpdk::SharedData::new(m).ok_or_else(|| anyhow!("the payload mbuf cannot be shared"))?;
+    let data = super::pool::share_copies(&big, bytes, copies).map_err(|e| anyhow!(e))?;
     Ok(plain.with_pattern(data, refs, period, chain))
 }
 
@@ -312,6 +300,7 @@ pub fn report_json(r: &GenReport) -> serde_json::Value {
         "alloc_failures": s.alloc_failures,
         "shared_payload_segments": s.shared,
         "payload_refs_exhausted": s.refs_exhausted,
+        "payload_source_empty": s.source_empty,
         "write_pieces": s.write_pieces,
         "rx_ignored": s.rx_ignored,
         "rx_bad_checksum": s.rx_bad_checksum,

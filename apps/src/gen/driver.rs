@@ -17,7 +17,10 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
 use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
-use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::driver::{Burst, RxQueue, TxQueue, MAX_BURST};
+
+/// Receive bursts per queue and loop iteration at most (see `exchange`).
+const RX_BURSTS: usize = 4;
 use stack::rss::Rss;
 use stack::time::{Duration, Instant};
 
@@ -299,9 +302,19 @@ fn exchange<E: Engine>(
     pending: &mut [Burst<Mbuf>],
 ) -> (usize, usize) {
     let mut n = 0;
+    // Up to RX_BURSTS bursts per queue while they come back full: a sender whose peer
+    // acknowledges every segment (a quick-ACK start, Linux's `tcp_enter_quickack_mode`)
+    // receives slightly more frames than it sends, so one burst per iteration would let
+    // its receive ring fill and the peer's ACKs be dropped.
     for q in io.rx.iter_mut() {
-        n += q.rx_burst(rx);
-        engine.rx(now, rx);
+        for _ in 0..RX_BURSTS {
+            let k = q.rx_burst(rx);
+            n += k;
+            engine.rx(now, rx);
+            if k < MAX_BURST {
+                break;
+            }
+        }
     }
     engine.poll(now, &mut io.pool);
     let before = out.len();

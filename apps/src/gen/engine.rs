@@ -113,6 +113,8 @@ struct Flow {
     ramp_from: Option<Instant>,
     /// The current burst's ramp was measured (or is being).
     ramp_seen: bool,
+    /// A write found the payload source empty: the flow is in `Gen::starved`.
+    starved: bool,
 }
 
 /// N flows on weir's TCP. See the module documentation.
@@ -139,6 +141,10 @@ pub struct Gen<B: PacketBuf> {
     closing: Vec<u32>,
     /// Flows in a ramp (their window still the limit), checked [`RAMP_SCAN`] per poll.
     ramping: Vec<u32>,
+    /// Flows whose last write found the payload source empty ([`PayloadSource::slice`]
+    /// gave no buffer): no `Event::Writable` would resume them, as the stack refused
+    /// nothing, so [`Gen::poll`] retries them in turn. At most one entry per flow.
+    starved: VecDeque<u32>,
     ramp_next: usize,
     resolver: Option<Resolver>,
     dst_mac: Option<[u8; 6]>,
@@ -237,6 +243,7 @@ impl<B: PacketBuf> Gen<B> {
                     awaiting_ack: false,
                     ramp_from: None,
                     ramp_seen: false,
+                    starved: false,
                 };
                 n
             ],
@@ -253,6 +260,7 @@ impl<B: PacketBuf> Gen<B> {
             acking: Vec::with_capacity(n),
             closing: Vec::with_capacity(n),
             ramping: Vec::with_capacity(n),
+            starved: VecDeque::with_capacity(n),
             ramp_next: 0,
             resolver,
             started: None,
@@ -493,6 +501,9 @@ impl<B: PacketBuf> Gen<B> {
                 self.fill(now, i, src);
             }
         }
+        if !self.starved.is_empty() {
+            self.retry_starved(now, src);
+        }
         if !self.ramping.is_empty() {
             self.check_ramps(now);
         }
@@ -673,6 +684,14 @@ impl<B: PacketBuf> Gen<B> {
                 at = end;
             }
             if chain.is_empty() {
+                // No buffer from the source: nothing was refused, so no `Event::Writable`
+                // will come; `poll` retries the flow.
+                self.stats.source_empty += 1;
+                let fm = &mut self.flows[i as usize];
+                if !fm.starved {
+                    fm.starved = true;
+                    self.starved.push_back(i);
+                }
                 break;
             }
             let offered = u64::from(chain.len());
@@ -709,6 +728,21 @@ impl<B: PacketBuf> Gen<B> {
             } else if self.cfg.burst_bytes.is_some() {
                 f.awaiting_ack = true;
                 self.acking.push(i);
+            }
+        }
+    }
+
+    /// Writes again for the flows the payload source had no buffer for, oldest first,
+    /// until one still finds it empty (then it is empty for every flow).
+    fn retry_starved<S: PayloadSource<B>>(&mut self, now: Instant, src: &mut S) {
+        for _ in 0..self.starved.len() {
+            let Some(i) = self.starved.pop_front() else {
+                break;
+            };
+            self.flows[i as usize].starved = false;
+            self.fill(now, i, src);
+            if self.flows[i as usize].starved {
+                break;
             }
         }
     }

@@ -18,7 +18,7 @@ use stack::tcp::{Event, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::LocalAddrs;
 
-use super::engine::Gen;
+use super::engine::{Gen, PayloadSource};
 use super::payload::stream_digest;
 use super::pool::VecSource;
 use super::*;
@@ -42,8 +42,18 @@ struct Outcome {
 }
 
 fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
+    let src = VecSource::new(cfg.pattern_period as usize);
+    run_with(cfg, gro, max_iters, src)
+}
+
+/// [`run`] with the generator's write buffers from `src`.
+fn run_with<S: PayloadSource<VecBuf>>(
+    cfg: GenConfig,
+    gro: bool,
+    max_iters: u64,
+    mut src: S,
+) -> Outcome {
     let mut gen: Gen<VecBuf> = Gen::new(cfg).expect("valid");
-    let mut src = VecSource::new(gen.config().pattern_period as usize);
     let mut gen_pool = VecPool::new(100_000, 2048);
     let mut rx_pool = VecPool::new(100_000, 2048);
     let mut p: Pipeline<VecBuf> = Pipeline::new(PipelineConfig {
@@ -186,6 +196,47 @@ fn stack_flows_arrive_in_order_and_close_cleanly() {
         assert!(s.acks > 0 && s.acks_new_data > 0);
         assert_eq!((o.gen_pool, o.rx_pool), (0, 0), "every buffer went back");
     }
+}
+
+/// A source that has no buffer for its first `dry` calls (every copy of the pattern at
+/// its reference limit, or the references' pool empty), then gives them.
+struct DryAtFirst {
+    inner: VecSource,
+    dry: u32,
+}
+
+impl PayloadSource<VecBuf> for DryAtFirst {
+    fn slice(&mut self, start: usize, len: u16) -> Option<stack::buf::PayloadSlice<VecBuf>> {
+        if self.dry > 0 {
+            self.dry -= 1;
+            return None;
+        }
+        self.inner.slice(start, len)
+    }
+}
+
+#[test]
+fn a_write_the_source_had_no_buffer_for_is_retried() {
+    // Nothing refused the write, so no `Event::Writable` would come: without the retry
+    // these flows would never write (every flow opens first, then each finds the source
+    // dry once, as when 65,536 flows' first buffers took every reference of the pattern).
+    let c = GenConfig {
+        open_first: true,
+        ..cfg(8, 50_000)
+    };
+    let src = DryAtFirst {
+        inner: VecSource::new(c.pattern_period as usize),
+        dry: 20,
+    };
+    let o = run_with(c, true, 400_000, src);
+    assert!(o.gen.is_done(), "every flow finished");
+    let s = o.gen.stats();
+    assert_eq!(s.closed, 8, "{s:?}");
+    assert_eq!(s.source_empty, 20, "each dry call counted: {s:?}");
+    for (n, d) in o.digests.values() {
+        assert_eq!((*n, *d), (50_000, stream_digest(50_000)));
+    }
+    assert_eq!(o.digests.len(), 8);
 }
 
 #[test]

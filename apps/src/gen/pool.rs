@@ -34,7 +34,7 @@
 //! period (a short write's tail and what follows it) and control frames come from the
 //! plain pool, with their payload copied, so they never overwrite a stamp.
 
-use dpdk::{Mbuf, Mempool, PortPool, SharedData, StashPool};
+use dpdk::{Mbuf, Mempool, PortPool, SharedData, StashPool, MAX_SHARED_REFS};
 use stack::buf::{BufPool, PacketBuf, PayloadSlice, Prefilled};
 use stack::mem::{VecBuf, VecPool};
 
@@ -132,12 +132,13 @@ impl GenPool {
     /// lays it out (a segment's bytes start at its place in the period), and each segment
     /// takes an mbuf from `refs` (data room unused) to point into it. For a port that sends
     /// chained mbufs.
-    pub fn with_shared(plain: PortPool, refs: Mempool, pattern: SharedData) -> GenPool {
+    ///
+    /// `patterns` are copies of the pattern, as many as [`pattern_copies`] says for the
+    /// references the generator may hold at once: one copy carries at most
+    /// [`MAX_SHARED_REFS`] (its reference count is 16 bits). An empty list shares nothing.
+    pub fn with_shared(plain: PortPool, refs: Mempool, patterns: Vec<SharedData>) -> GenPool {
         GenPool {
-            shared: Some(Shared {
-                data: pattern,
-                refs,
-            }),
+            shared: Shared::new(patterns, refs),
             chain: true,
             ..GenPool::plain(plain)
         }
@@ -149,17 +150,16 @@ impl GenPool {
     /// when the bytes allow: a stamped buffer if this pool has one, else, with `chain`,
     /// a slice of the pattern chained by reference (the port must send chained mbufs);
     /// otherwise TCP copies them.
+    ///
+    /// `patterns`: copies of the pattern, as for [`GenPool::with_shared`].
     pub fn with_pattern(
         mut self,
-        pattern: SharedData,
+        patterns: Vec<SharedData>,
         refs: Mempool,
         period: usize,
         chain: bool,
     ) -> GenPool {
-        self.shared = Some(Shared {
-            data: pattern,
-            refs,
-        });
+        self.shared = Shared::new(patterns, refs);
         self.sums = Some(Payload::with_period(period));
         self.chain = chain;
         self
@@ -201,21 +201,92 @@ impl GenPool {
     }
 }
 
-/// A payload pattern shared by reference (see the module documentation).
+/// Copies of the payload pattern that `refs` references can hold at once: one per
+/// `MAX_SHARED_REFS - 1` (a copy's own reference counts too), at least one.
+///
+/// A single copy would cap the references in flight at 65,533: at 65,536 flows, one
+/// write buffer each takes them all, and no flow could write a second.
+pub fn pattern_copies(refs: u64) -> usize {
+    refs.div_ceil(u64::from(MAX_SHARED_REFS - 1)).max(1) as usize
+}
+
+/// `n` read-only copies of `bytes` (the payload pattern) in mbufs from `pool`, for
+/// [`GenPool::with_shared`] and [`GenPool::with_pattern`]. Fails when `pool` runs out or
+/// `bytes` does not fit its mbufs.
+pub fn share_copies(pool: &Mempool, bytes: &[u8], n: usize) -> Result<Vec<SharedData>, String> {
+    (0..n)
+        .map(|k| {
+            let mut m = pool
+                .alloc_empty()
+                .ok_or_else(|| format!("the payload pattern's pool is empty at copy {k} of {n}"))?;
+            if !m.extend_from_slice(bytes) {
+                return Err(format!(
+                    "the payload pattern ({} bytes) does not fit its mbuf",
+                    bytes.len()
+                ));
+            }
+            SharedData::new(m).ok_or_else(|| "the payload pattern's mbuf cannot be shared".into())
+        })
+        .collect()
+}
+
+/// A payload pattern shared by reference (see the module documentation), in copies of
+/// equal bytes: references go to the copy in use until it is full, then to the next.
 #[derive(Debug)]
 struct Shared {
-    data: SharedData,
+    copies: Vec<SharedData>,
+    /// The copy new references go to.
+    at: usize,
     refs: Mempool,
+}
+
+impl Shared {
+    fn new(copies: Vec<SharedData>, refs: Mempool) -> Option<Shared> {
+        (!copies.is_empty()).then_some(Shared {
+            copies,
+            at: 0,
+            refs,
+        })
+    }
+
+    /// The copy with room for one more reference: the one in use, else the next in turn
+    /// that has room; `None` when every copy is full.
+    #[inline]
+    fn with_room(&mut self) -> Option<&SharedData> {
+        let n = self.copies.len();
+        for _ in 0..n {
+            if self.copies[self.at].references() < MAX_SHARED_REFS {
+                return Some(&self.copies[self.at]);
+            }
+            self.at = (self.at + 1) % n;
+        }
+        None
+    }
+
+    /// Where `len` bytes at `p` lie in the pattern (their offset in the copy holding
+    /// them), `None` when no copy holds them.
+    #[inline]
+    fn offset_of(&self, p: *const u8, len: usize) -> Option<usize> {
+        self.copies.iter().find_map(|c| {
+            let pos = (p as usize).checked_sub(c.data().as_ptr() as usize)?;
+            (pos + len <= c.data().len()).then_some(pos)
+        })
+    }
 }
 
 impl SegmentPool for GenPool {
     type Buf = Mbuf;
     fn alloc_shared(&mut self, start: usize, len: usize) -> Option<Mbuf> {
-        let sh = self.shared.as_ref().filter(|_| self.chain)?;
+        if !self.chain {
+            return None;
+        }
         let start = u16::try_from(start).ok()?;
         let len = u16::try_from(len).ok()?;
         let mut m = BufPool::alloc(&mut self.plain, HDR_LEN)?;
-        m.chain_shared(&sh.refs, &sh.data, start, len).then_some(m)
+        let sh = self.shared.as_mut()?;
+        let refs = sh.refs;
+        m.chain_shared(&refs, sh.with_room()?, start, len)
+            .then_some(m)
     }
     fn alloc(&mut self, len: usize) -> Option<Mbuf> {
         BufPool::alloc(&mut self.plain, len)
@@ -260,12 +331,8 @@ impl BufPool for GenPool {
     ) -> Option<Prefilled<Mbuf>> {
         let sh = self.shared.as_ref()?;
         let sums = self.sums.as_ref()?;
-        // Where the bytes are in the pattern: a write buffer is a window onto it.
-        let base = sh.data.data().as_ptr() as usize;
-        let pos = (src.data().as_ptr() as usize + off).checked_sub(base)?;
-        if pos + len > sh.data.data().len() {
-            return None;
-        }
+        // Where the bytes are in the pattern: a write buffer is a window onto one copy.
+        let pos = sh.offset_of(src.data().as_ptr().wrapping_add(off), len)?;
         let start = pos % sums.period();
         if hdr_len == HDR_LEN && start == 0 {
             if let Some((_, stamp)) = &self.stamped {
@@ -283,8 +350,12 @@ impl BufPool for GenPool {
         let (p16, l16) = (u16::try_from(pos).ok()?, u16::try_from(len).ok()?);
         let payload_sum = sums.sum_from(start, len);
         let mut m = BufPool::alloc(&mut self.plain, hdr_len)?;
-        let sh = self.shared.as_ref()?;
-        if !m.chain_shared(&sh.refs, &sh.data, p16, l16) {
+        let sh = self.shared.as_mut()?;
+        let refs = sh.refs;
+        if !sh
+            .with_room()
+            .is_some_and(|c| m.chain_shared(&refs, c, p16, l16))
+        {
             self.refs_exhausted += 1;
             return None;
         }
@@ -300,10 +371,11 @@ impl BufPool for GenPool {
 impl PayloadSource<Mbuf> for GenPool {
     #[inline]
     fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<Mbuf>> {
-        let sh = self.shared.as_ref()?;
+        let sh = self.shared.as_mut()?;
+        let refs = sh.refs;
         let buf = sh
-            .data
-            .reference(&sh.refs, u16::try_from(start).ok()?, len)?;
+            .with_room()?
+            .reference(&refs, u16::try_from(start).ok()?, len)?;
         Some(PayloadSlice { buf, off: 0, len })
     }
 }

@@ -227,6 +227,10 @@ pub struct GenStats {
     /// Of the copied payloads, those copied because no payload reference was free
     /// ([`super::pool::GenPool::refs_exhausted`]).
     pub refs_exhausted: u64,
+    /// Writes that found the payload source empty (no write buffer free: every copy of
+    /// the pattern at its reference limit, or the references' pool empty); the flow
+    /// writes again on a later iteration.
+    pub source_empty: u64,
     /// Bursts (or whole transfers) that reached full rate: the window stopped being the
     /// limit (not cwnd-limited, or at `--max-cwnd`, or at the receiver's window).
     pub ramps: u64,

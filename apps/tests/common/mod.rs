@@ -158,7 +158,7 @@ pub(crate) fn transfer(case: Case) {
         } else {
             GenPool::plain(gen_pool.for_port(a))
         }
-        .with_pattern(data, refs, period, false)
+        .with_pattern(vec![data], refs, period, false)
     };
     // Copied: the receiver verifies every checksum in software.
     let rss = Rss::with_queues(queues).expect("RSS");
