@@ -111,20 +111,22 @@ pub(crate) const PORT: u16 = 5001;
 /// Ring slots from the generator to the receiver (the receiver's RX ring): the depth of
 /// a typical NIC descriptor ring.
 const RING_SIZE: u32 = 1024;
-/// Ring slots for the receiver's ACKs, back to the generator. A NIC's TX ring drains at
-/// line rate whatever the peer host does; this ring drains only as fast as the generator
-/// polls it, and at 65,536 flows the generator's loop at times runs long enough for more
-/// ACKs than a NIC ring holds to come meanwhile. With 1,024, 4,096 or 8,192 slots the
-/// receiver then dropped 150,000 to 400,000 ACKs a run (`tx.queue_full`), each lost last
-/// ACK of a window cost its flow an RTO and a spurious retransmission, and the row
-/// measured that instead of the receiver; 16,384 slots dropped none.
-const ACK_RING_SIZE: u32 = 16_384;
+/// Ring slots for the receiver's ACKs, back to the generator: one per flow of the largest
+/// row ([`MAX_FLOWS`]). A NIC's TX ring drains at line rate whatever the peer host does;
+/// this ring drains only as fast as the generator polls it. At 65,536 flows each flow gets
+/// a segment about every 65 ms, longer than the 40 ms delayed-ACK timeout (Linux's
+/// `TCP_ATO_MIN`), so nearly every segment is acknowledged by its timer (about 1.04
+/// segments per ACK), and those ACKs come due whatever the generator is doing: up to one
+/// per flow at once. With 1,024 to 16,384 slots the receiver dropped 40,000 to 400,000
+/// ACKs a run (`tx.queue_full`), each lost last ACK of a window cost its flow an RTO and a
+/// spurious retransmission, and the row measured that rather than the receiver.
+const ACK_RING_SIZE: u32 = MAX_FLOWS;
 /// Mbufs per generator pool: more than the data ring (1,024), the receiver's out-of-order
 /// and GRO holdings and the caches can pin at once.
 const POOL_MBUFS: u32 = 16_383;
 /// Mbufs of the receiver's pool, which its ACKs come from: more than the ACK ring
 /// ([`ACK_RING_SIZE`]) and the caches hold at once.
-const RX_POOL_MBUFS: u32 = 32_767;
+const RX_POOL_MBUFS: u32 = 98_303;
 /// The most flows the rig is sized for: `weir-bench e2e`'s largest default row. Its
 /// pool of payload references for the stack sender's write buffers holds every flow's
 /// send buffer full at this many flows ([`refs_for`]: 64 KiB per flow in buffers of
@@ -260,6 +262,9 @@ struct Sample {
     /// Frames (ACKs) the receiver's transmit ring refused over the whole run: dropped
     /// and counted (`tx.queue_full`); each may cost a flow an RTO.
     receiver_tx_dropped: u64,
+    /// Of those, the ones refused in the data phase (all of them if the phase snapshots
+    /// are missing).
+    receiver_tx_dropped_data_phase: u64,
     /// Segments the receiver had already received (`tcp.duplicate_segments`): the
     /// generator's retransmissions of data that had arrived.
     receiver_duplicates: u64,
@@ -688,6 +693,10 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         )),
         _ => None,
     };
+    let tx_dropped_data_phase = match r.rx.at_phase.as_slice() {
+        [a, b, ..] => b.lp.tx_dropped.saturating_sub(a.lp.tx_dropped),
+        _ => s.lp.tx_dropped,
+    };
     let unclean = if r.stamps_damaged > 0 {
         Some(format!("{} stamped buffers damaged", r.stamps_damaged))
     } else if mode.drops() || (g.finished && g.stats.closed == u64::from(flows)) {
@@ -716,6 +725,7 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         generator_segments: g.stats.segments,
         receiver_rx_packets: s.pipeline.rx_packets,
         receiver_tx_dropped: s.lp.tx_dropped,
+        receiver_tx_dropped_data_phase: tx_dropped_data_phase,
         receiver_duplicates: s.tcp.duplicate_segments,
         gro_flushes: gro.flushes,
         clean: unclean.is_none(),
@@ -892,6 +902,7 @@ pub fn run(o: &Options) -> Result<()> {
                        "generator_segments": m(v, |s| s.generator_segments as f64),
                        "receiver_rx_packets": m(v, |s| s.receiver_rx_packets as f64),
                        "receiver_tx_dropped": m(v, |s| s.receiver_tx_dropped as f64),
+                       "receiver_tx_dropped_data_phase": m(v, |s| s.receiver_tx_dropped_data_phase as f64),
                        "receiver_duplicates": m(v, |s| s.receiver_duplicates as f64),
                        "gro_flushes": FlushReason::ALL.iter().map(|r| (r.name().to_string(),
                            json!(median(v.iter().map(|s| s.gro_flushes[r.index()] as f64).collect())))).collect::<serde_json::Map<_, _>>(),
