@@ -329,7 +329,7 @@ pub const METRICS: &[MetricDef] = &[
     c(
         "tx_dropped",
         "weir_tx_dropped_total",
-        "Frames the port refused (TX queue full).",
+        "Frames the port refused (TX queue full) with the transmit backlog full, freed.",
     ),
     c(
         "loop_iterations",

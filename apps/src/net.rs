@@ -28,7 +28,7 @@ use dpdk::{Clock, Eal, Mbuf, Mempool, Port, PortConfig, PortRxQueue, PortTxQueue
 use serde_json::{json, Value};
 use stack::ack::AckPolicy;
 use stack::buf::{BufPool, PacketBuf};
-use stack::driver::{Burst, RxQueue, TxQueue, MAX_BURST};
+use stack::driver::{Burst, RxQueue, TxBacklog, MAX_BURST, TX_BACKLOG};
 use stack::gro::GroConfig;
 use stack::impair::{ImpairConfig, ImpairStats, Impairment};
 use stack::pipeline::PipelineConfig;
@@ -219,10 +219,11 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
 /// Mbufs of the pool that never hold connection data: the port's RX ring (1024
 /// descriptors, `PortConfig::default`), the pool's per-lcore cache
 /// ([`dpdk::DEFAULT_CACHE`]), the transmit stash (2 x [`dpdk::STASH`]), a burst each way
-/// ([`MAX_BURST`]) and 1024 for the frames the impairment stages hold (a few hundred
-/// microseconds' worth) and for control frames.
+/// ([`MAX_BURST`]), 1024 for the frames the impairment stages hold (a few hundred
+/// microseconds' worth) and for control frames, and the transmit backlog
+/// ([`TX_BACKLOG`]: frames the port refused, sent at the next iteration).
 pub const RESERVED_MBUFS: usize =
-    1024 + dpdk::DEFAULT_CACHE as usize + 2 * dpdk::STASH + 2 * MAX_BURST + 1024;
+    1024 + dpdk::DEFAULT_CACHE as usize + 2 * dpdk::STASH + 2 * MAX_BURST + 1024 + TX_BACKLOG;
 
 /// Payload bytes of a full segment (MSS 1448: a 1500-byte MTU less IPv4, TCP and the
 /// timestamp option), which is what one buffer of a send or receive queue holds.
@@ -408,7 +409,9 @@ impl Net {
             tx_packets: 0,
             tx_dropped: 0,
             mbufs_in_use_peak: 0,
+            tx_backlog_peak: 0,
             capture: None,
+            backlog: TxBacklog::new(TX_BACKLOG),
         })
     }
 
@@ -458,11 +461,15 @@ pub struct Link {
     impair_tx: Option<Impairment<Mbuf>>,
     /// Frames the port took.
     pub tx_packets: u64,
-    /// Frames the port refused (its ring full); freed.
+    /// Frames the port refused (its ring full) with the backlog full too; freed.
     pub tx_dropped: u64,
     /// The most mbufs [`Link::note_pool`] saw in use.
     pub mbufs_in_use_peak: u64,
+    /// The most frames the backlog held at once.
+    pub tx_backlog_peak: u64,
     capture: Option<CoreCapture>,
+    /// What the port refused, sent first at the next call ([`TxBacklog`]).
+    backlog: TxBacklog<Mbuf>,
 }
 
 impl Link {
@@ -518,7 +525,9 @@ impl Link {
 
     /// Transmits `out` through the transmit stage (which sends what is due at `now`:
     /// call it every iteration, with an empty burst too), leaving `out` empty; frames the
-    /// port refuses are freed and counted in [`Link::tx_dropped`].
+    /// port refuses wait in the link's backlog ([`TxBacklog`], [`TX_BACKLOG`] frames) and
+    /// go first at the next call; past the backlog they are freed and counted in
+    /// [`Link::tx_dropped`].
     pub fn tx_burst(&mut self, now: Instant, out: &mut Burst<Mbuf>) {
         if let Some(imp) = self.impair_tx.as_mut() {
             let pool = self.mempool;
@@ -534,15 +543,15 @@ impl Link {
                 }
             }
         }
-        if out.is_empty() {
+        if out.is_empty() && self.backlog.is_empty() {
             return;
         }
         if let Some(cap) = self.capture.as_mut() {
             cap.tx(out.iter());
         }
-        self.tx_packets += self.tx.tx_burst(out) as u64;
-        self.tx_dropped += out.len() as u64;
-        out.clear();
+        self.tx_packets += self.backlog.send(&mut self.tx, out) as u64;
+        self.tx_dropped = self.backlog.dropped;
+        self.tx_backlog_peak = self.backlog.peak as u64;
     }
 
     /// What the link did so far: the two impairment stages' counters (zeros without
@@ -555,6 +564,7 @@ impl Link {
             tx_packets: self.tx_packets,
             tx_dropped: self.tx_dropped,
             mbufs_in_use_peak: self.mbufs_in_use_peak,
+            tx_backlog_peak: self.tx_backlog_peak,
         }
     }
 
@@ -564,9 +574,10 @@ impl Link {
         self.mbufs_in_use_peak = self.mbufs_in_use_peak.max(self.mempool.in_use() as u64);
     }
 
-    /// Frames the transmit stage holds (delayed, not yet sent).
+    /// Frames the transmit stage holds (delayed, not yet sent) and the backlog holds
+    /// (refused by the port, to go at the next call).
     pub fn tx_held(&self) -> usize {
-        self.impair_tx.as_ref().map_or(0, |i| i.len())
+        self.impair_tx.as_ref().map_or(0, |i| i.len()) + self.backlog.len()
     }
 }
 
@@ -579,10 +590,12 @@ pub struct LinkStats {
     pub impair_tx: ImpairStats,
     /// Frames the port took.
     pub tx_packets: u64,
-    /// Frames the port refused.
+    /// Frames the port refused with the backlog full ([`TxBacklog`]): dropped.
     pub tx_dropped: u64,
     /// The most mbufs seen in use ([`Link::note_pool`]).
     pub mbufs_in_use_peak: u64,
+    /// The most frames the transmit backlog held at once.
+    pub tx_backlog_peak: u64,
 }
 
 impl LinkStats {
@@ -603,6 +616,7 @@ impl LinkStats {
         self.tx_packets += o.tx_packets;
         self.tx_dropped += o.tx_dropped;
         self.mbufs_in_use_peak = self.mbufs_in_use_peak.max(o.mbufs_in_use_peak);
+        self.tx_backlog_peak = self.tx_backlog_peak.max(o.tx_backlog_peak);
     }
 }
 
@@ -857,6 +871,7 @@ pub fn report_json(s: &Stats, link: &LinkStats, mbufs_in_use_at_exit: u64, extra
     s.impair = link.impair_rx;
     s.lp.tx_packets = link.tx_packets;
     s.lp.tx_dropped = link.tx_dropped;
+    s.lp.tx_backlog_peak = link.tx_backlog_peak;
     let mut v = crate::report::stats_json(&s);
     let more = json!({
         "impairment_tx": {

@@ -135,6 +135,7 @@ pub fn stats_json(s: &Stats) -> Value {
         "nd_adverts": s.pipeline.nd_adverts,
         "tx_packets": s.lp.tx_packets,
         "tx_dropped": s.lp.tx_dropped,
+        "tx_backlog_peak": s.lp.tx_backlog_peak,
         "loop_iterations": s.lp.iterations,
         "loop_busy_iterations": s.lp.busy_iterations,
         "loop_busy_fraction": busy_fraction,

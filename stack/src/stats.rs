@@ -53,8 +53,12 @@ pub struct LoopStats {
     pub stack_ns: u64,
     /// Frames handed to the NIC.
     pub tx_packets: u64,
-    /// Frames the NIC refused (queue full), freed and counted here.
+    /// Frames the NIC refused (queue full) with the transmit backlog full too
+    /// (`driver::TxBacklog`), freed and counted here.
     pub tx_dropped: u64,
+    /// Gauge: the most frames the transmit backlog held at once (refused by the NIC,
+    /// sent at a later iteration).
+    pub tx_backlog_peak: u64,
     /// Gauge: buffers of this core's pool in use.
     pub mbufs_in_use: u64,
 }
@@ -116,6 +120,7 @@ impl Stats {
         l.stack_ns += o.lp.stack_ns;
         l.tx_packets += o.lp.tx_packets;
         l.tx_dropped += o.lp.tx_dropped;
+        l.tx_backlog_peak = l.tx_backlog_peak.max(o.lp.tx_backlog_peak);
         l.mbufs_in_use += o.lp.mbufs_in_use;
         self.conns_open += o.conns_open;
         self.gro_held_runs += o.gro_held_runs;

@@ -75,6 +75,7 @@ pub(crate) fn with_link(s: &Stats, link: &LinkStats) -> Stats {
     s.impair = link.impair_rx;
     s.lp.tx_packets = link.tx_packets;
     s.lp.tx_dropped = link.tx_dropped;
+    s.lp.tx_backlog_peak = link.tx_backlog_peak;
     s
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Result};
 use crossbeam_queue::ArrayQueue;
 use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
-use stack::driver::{Burst, RxQueue, TxQueue};
+use stack::driver::{Burst, RxQueue, TxBacklog, TX_BACKLOG};
 use stack::impair::{ImpairConfig, Impairment};
 use stack::pipeline::{Pipeline, PipelineConfig};
 use stack::stats::Stats;
@@ -117,6 +117,8 @@ pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Resul
     let imp_pool = c.pool.mempool();
     // ACKs are built in mbufs taken 32 at a time, their lines prefetched together.
     let mut tx_pool = dpdk::StashPool::new(c.pool);
+    // What the port refuses goes first at the next iteration (`TxBacklog`).
+    let mut backlog: TxBacklog<Mbuf> = TxBacklog::new(TX_BACKLOG);
     let deadline = c.deadline_ns.map(Instant::from_nanos);
     let mut now;
     let mut span = BusySpan::default();
@@ -163,13 +165,13 @@ pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Resul
         if n > 0 || m > 0 {
             lp.stack_cycles += Clock::cycles().wrapping_sub(t_rx);
         }
-        if !out.is_empty() {
+        if !out.is_empty() || !backlog.is_empty() {
             if let Some(cap) = c.capture.as_mut() {
                 cap.tx(out.iter());
             }
-            lp.tx_packets += c.tx.tx_burst(&mut out) as u64;
-            lp.tx_dropped += out.len() as u64;
-            out.clear();
+            lp.tx_packets += backlog.send(&mut c.tx, &mut out) as u64;
+            lp.tx_dropped = backlog.dropped;
+            lp.tx_backlog_peak = backlog.peak as u64;
         }
         lp.iterations += 1;
         if n > 0 || m > 0 {
@@ -208,16 +210,18 @@ pub(crate) fn run_core<H: RxHandler>(mut c: CoreCtx, mut rx_handler: H) -> Resul
         app.record(c, "open");
     }
     for _ in 0..64 {
-        if p.poll_tx(now, &mut tx_pool, &mut out) == 0 {
+        if p.poll_tx(now, &mut tx_pool, &mut out) == 0 && backlog.is_empty() {
             break;
         }
         if let Some(cap) = c.capture.as_mut() {
             cap.tx(out.iter());
         }
-        lp.tx_packets += c.tx.tx_burst(&mut out) as u64;
-        lp.tx_dropped += out.len() as u64;
-        out.clear();
+        lp.tx_packets += backlog.send(&mut c.tx, &mut out) as u64;
     }
+    // What the port still refused after that is dropped, and counted.
+    backlog.clear();
+    lp.tx_dropped = backlog.dropped;
+    lp.tx_backlog_peak = backlog.peak as u64;
     // The unused transmit mbufs go back before the pool is checked, and so do those of
     // the frames sent: a PMD frees them when they have left, which net_af_xdp learns
     // only when it transmits (its completion ring; the kernel completes a frame once the
