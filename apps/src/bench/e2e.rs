@@ -930,6 +930,12 @@ pub fn run(o: &Options) -> Result<()> {
                 m(v, |s| s.gen_cycles_per_seg),
                 if clean { "yes" } else { "NO" },
             );
+            let lost = m(v, |s| s.receiver_tx_dropped_data_phase as f64);
+            if lost > 0.0 {
+                println!(
+                    "       the receiver dropped {lost:.0} ACKs in the data phase (its transmit ring and backlog full, tx.queue_full): the row measures the RTOs they cost too"
+                );
+            }
         }
     }
     let at = |mode: Mode, flows: u32, f: fn(&Sample) -> f64| {
