@@ -407,9 +407,7 @@ impl Net {
             impair_rx: stage(0),
             impair_tx: stage(1),
             tx_packets: 0,
-            tx_dropped: 0,
             mbufs_in_use_peak: 0,
-            tx_backlog_peak: 0,
             capture: None,
             backlog: TxBacklog::new(TX_BACKLOG),
         })
@@ -461,14 +459,11 @@ pub struct Link {
     impair_tx: Option<Impairment<Mbuf>>,
     /// Frames the port took.
     pub tx_packets: u64,
-    /// Frames the port refused (its ring full) with the backlog full too; freed.
-    pub tx_dropped: u64,
     /// The most mbufs [`Link::note_pool`] saw in use.
     pub mbufs_in_use_peak: u64,
-    /// The most frames the backlog held at once.
-    pub tx_backlog_peak: u64,
     capture: Option<CoreCapture>,
-    /// What the port refused, sent first at the next call ([`TxBacklog`]).
+    /// What the port refused, sent first at the next call ([`TxBacklog`]); it counts the
+    /// frames dropped past it and its peak ([`Link::stats`]).
     backlog: TxBacklog<Mbuf>,
 }
 
@@ -526,8 +521,8 @@ impl Link {
     /// Transmits `out` through the transmit stage (which sends what is due at `now`:
     /// call it every iteration, with an empty burst too), leaving `out` empty; frames the
     /// port refuses wait in the link's backlog ([`TxBacklog`], [`TX_BACKLOG`] frames) and
-    /// go first at the next call; past the backlog they are freed and counted in
-    /// [`Link::tx_dropped`].
+    /// go first at the next call; past the backlog they are freed and counted
+    /// ([`LinkStats::tx_dropped`]).
     pub fn tx_burst(&mut self, now: Instant, out: &mut Burst<Mbuf>) {
         if let Some(imp) = self.impair_tx.as_mut() {
             let pool = self.mempool;
@@ -550,8 +545,12 @@ impl Link {
             cap.tx(out.iter());
         }
         self.tx_packets += self.backlog.send(&mut self.tx, out) as u64;
-        self.tx_dropped = self.backlog.dropped;
-        self.tx_backlog_peak = self.backlog.peak as u64;
+    }
+
+    /// Frees what the backlog still holds (a loop that stops after its last flushes),
+    /// counting it as dropped.
+    pub fn drop_held(&mut self) {
+        self.backlog.clear();
     }
 
     /// What the link did so far: the two impairment stages' counters (zeros without
@@ -562,9 +561,9 @@ impl Link {
             impair_rx: s(&self.impair_rx),
             impair_tx: s(&self.impair_tx),
             tx_packets: self.tx_packets,
-            tx_dropped: self.tx_dropped,
+            tx_dropped: self.backlog.dropped,
             mbufs_in_use_peak: self.mbufs_in_use_peak,
-            tx_backlog_peak: self.tx_backlog_peak,
+            tx_backlog_peak: self.backlog.peak as u64,
         }
     }
 

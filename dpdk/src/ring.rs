@@ -76,11 +76,7 @@ pub fn ring_port_pair_sized(
     a_to_b: u32,
     b_to_a: u32,
 ) -> Result<(u16, u16)> {
-    let ab = [create_ring(&format!("{name}_ab"), a_to_b)?];
-    let ba = [create_ring(&format!("{name}_ba"), b_to_a)?];
-    let a = port_from_rings(&format!("{name}_a"), &ba, &ab)?;
-    let b = port_from_rings(&format!("{name}_b"), &ab, &ba)?;
-    Ok((a, b))
+    pair_of_rings(name, 1, a_to_b, b_to_a)
 }
 
 /// The most queues [`ring_port_pair_queues`] gives a port (the ring PMD's own limit,
@@ -101,13 +97,19 @@ pub fn ring_port_pair_queues(_eal: &Eal, name: &str, size: u32, queues: u16) -> 
             hint: "give 1 to 16 queues (the ring PMD's limit)",
         });
     }
+    pair_of_rings(name, queues, size, size)
+}
+
+/// Two ports wired back to back through `queues` rings each way, `a_to_b` slots each
+/// from `a` to `b` and `b_to_a` back ([`ring_port_pair_queues`], [`ring_port_pair_sized`]).
+fn pair_of_rings(name: &str, queues: u16, a_to_b: u32, b_to_a: u32) -> Result<(u16, u16)> {
     let mut ab = Vec::new();
     let mut ba = Vec::new();
     for q in 0..queues {
         // Queue 0 keeps the single-queue pair's ring names.
         let sfx = if q == 0 { String::new() } else { q.to_string() };
-        ab.push(create_ring(&format!("{name}_ab{sfx}"), size)?);
-        ba.push(create_ring(&format!("{name}_ba{sfx}"), size)?);
+        ab.push(create_ring(&format!("{name}_ab{sfx}"), a_to_b)?);
+        ba.push(create_ring(&format!("{name}_ba{sfx}"), b_to_a)?);
     }
     let a = port_from_rings(&format!("{name}_a"), &ba, &ab)?;
     let b = port_from_rings(&format!("{name}_b"), &ab, &ba)?;

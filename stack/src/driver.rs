@@ -119,14 +119,8 @@ impl<B: PacketBuf> TxBacklog<B> {
     fn send_held<Q: TxQueue<Buf = B>>(&mut self, tx: &mut Q) -> usize {
         let mut sent = 0;
         while !self.held.is_empty() {
-            let mut b: Burst<B> = Burst::new();
-            while !b.is_full() {
-                match self.held.pop_front() {
-                    Some(f) => b.push(f),
-                    None => break,
-                }
-            }
-            let n = b.len();
+            let n = self.held.len().min(MAX_BURST);
+            let mut b: Burst<B> = self.held.drain(..n).collect();
             let k = tx.tx_burst(&mut b);
             sent += k;
             if k < n {

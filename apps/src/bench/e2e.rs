@@ -161,6 +161,12 @@ fn refs_for(flows: u32) -> u32 {
     crate::gen::engine::slices_needed(&cfg).min(u64::from(u32::MAX >> 1)) as u32
 }
 
+/// Copies of the payload pattern the rig's references need at once
+/// ([`pool::pattern_copies`] of [`refs_for`] at [`MAX_FLOWS`]).
+fn pattern_copies() -> usize {
+    pool::pattern_copies(u64::from(refs_for(MAX_FLOWS)))
+}
+
 /// What the receiving lcore does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -342,7 +348,7 @@ impl Rig {
         let pattern_len = Payload::with_period(usize::from(MSS)).as_bytes().len();
         // Copies enough for every reference at once (one copy carries at most 65,533),
         // for two runs: a run's copies go back to the pool when its last reference does.
-        let copies = 2 * pool::pattern_copies(u64::from(refs_for(MAX_FLOWS))) as u32;
+        let copies = 2 * pattern_copies() as u32;
         let gen_pattern = Mempool::new(&eal, "e2e_pattern", copies, 0, (pattern_len + 128) as u16)
             .context("creating the payload pattern's pool")?;
         let gen_refs = Mempool::new(&eal, "e2e_refs", refs_for(MAX_FLOWS), 256, 0)
@@ -385,11 +391,11 @@ impl Rig {
     }
 
     /// [`Rig::gen_pool`] with the payload pattern for the stack sender's write buffers
-    /// (a fresh pattern mbuf each run; stamped segments, nothing chained).
+    /// (fresh copies of the pattern each run, [`pattern_copies`]; stamped segments, nothing
+    /// chained).
     fn stack_gen_pool(&self) -> Result<GenPool> {
         let payload = Payload::with_period(usize::from(MSS));
-        let copies = pool::pattern_copies(u64::from(refs_for(MAX_FLOWS)));
-        let data = pool::share_copies(&self.gen_pattern, payload.as_bytes(), copies)
+        let data = pool::share_copies(&self.gen_pattern, payload.as_bytes(), pattern_copies())
             .map_err(|e| anyhow!(e))?;
         Ok(self
             .gen_pool()

@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use dpdk::{Clock, Mbuf, PortRxQueue, PortTxQueue};
 use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum};
 use stack::driver::{Burst, RxQueue, TxQueue, MAX_BURST};
+use stack::rss::Rss;
+use stack::time::{Duration, Instant};
 
 /// Receive bursts per queue and loop iteration at most (see `exchange`).
 const RX_BURSTS: usize = 4;
-use stack::rss::Rss;
-use stack::time::{Duration, Instant};
 
 use crate::busy::BusySpan;
 
@@ -302,10 +302,12 @@ fn exchange<E: Engine>(
     pending: &mut [Burst<Mbuf>],
 ) -> (usize, usize) {
     let mut n = 0;
-    // Up to RX_BURSTS bursts per queue while they come back full: a sender whose peer
-    // acknowledges every segment (a quick-ACK start, Linux's `tcp_enter_quickack_mode`)
-    // receives slightly more frames than it sends, so one burst per iteration would let
-    // its receive ring fill and the peer's ACKs be dropped.
+    // Up to RX_BURSTS bursts per queue while they come back full. A peer that
+    // acknowledges every segment (a quick-ACK start, or a delayed-ACK timer per segment
+    // when each flow's segments come far apart) sends about a frame per segment it gets,
+    // so with one burst per iteration the reads would only keep pace with the sends:
+    // what one long iteration let pile up in the ring (a timer storm's ACKs, window
+    // updates) would stay there. Full bursts read back to back let the sender catch up.
     for q in io.rx.iter_mut() {
         for _ in 0..RX_BURSTS {
             let k = q.rx_burst(rx);

@@ -263,6 +263,25 @@ impl Shared {
         None
     }
 
+    /// A buffer of its own referring to `len` bytes of the pattern from `off` (an mbuf
+    /// from `refs`, [`SharedData::reference`]) in a copy with room; `None` when every
+    /// copy is at its limit or `refs` is empty.
+    #[inline]
+    fn reference(&mut self, off: u16, len: u16) -> Option<Mbuf> {
+        let refs = self.refs;
+        self.with_room()?.reference(&refs, off, len)
+    }
+
+    /// Chains `len` bytes of the pattern from `off` behind `m` by reference
+    /// ([`Mbuf::chain_shared`]) from a copy with room; `false` (nothing changed) when no
+    /// copy has room or `refs` is empty.
+    #[inline]
+    fn chain(&mut self, m: &mut Mbuf, off: u16, len: u16) -> bool {
+        let refs = self.refs;
+        self.with_room()
+            .is_some_and(|c| m.chain_shared(&refs, c, off, len))
+    }
+
     /// Where `len` bytes at `p` lie in the pattern (their offset in the copy holding
     /// them), `None` when no copy holds them.
     #[inline]
@@ -283,10 +302,7 @@ impl SegmentPool for GenPool {
         let start = u16::try_from(start).ok()?;
         let len = u16::try_from(len).ok()?;
         let mut m = BufPool::alloc(&mut self.plain, HDR_LEN)?;
-        let sh = self.shared.as_mut()?;
-        let refs = sh.refs;
-        m.chain_shared(&refs, sh.with_room()?, start, len)
-            .then_some(m)
+        self.shared.as_mut()?.chain(&mut m, start, len).then_some(m)
     }
     fn alloc(&mut self, len: usize) -> Option<Mbuf> {
         BufPool::alloc(&mut self.plain, len)
@@ -350,12 +366,7 @@ impl BufPool for GenPool {
         let (p16, l16) = (u16::try_from(pos).ok()?, u16::try_from(len).ok()?);
         let payload_sum = sums.sum_from(start, len);
         let mut m = BufPool::alloc(&mut self.plain, hdr_len)?;
-        let sh = self.shared.as_mut()?;
-        let refs = sh.refs;
-        if !sh
-            .with_room()
-            .is_some_and(|c| m.chain_shared(&refs, c, p16, l16))
-        {
+        if !self.shared.as_mut()?.chain(&mut m, p16, l16) {
             self.refs_exhausted += 1;
             return None;
         }
@@ -371,11 +382,10 @@ impl BufPool for GenPool {
 impl PayloadSource<Mbuf> for GenPool {
     #[inline]
     fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<Mbuf>> {
-        let sh = self.shared.as_mut()?;
-        let refs = sh.refs;
-        let buf = sh
-            .with_room()?
-            .reference(&refs, u16::try_from(start).ok()?, len)?;
+        let buf = self
+            .shared
+            .as_mut()?
+            .reference(u16::try_from(start).ok()?, len)?;
         Some(PayloadSlice { buf, off: 0, len })
     }
 }

@@ -152,6 +152,8 @@ pub(crate) fn run_core<A: ServeApp>(c: CoreCtx<A>) -> Result<CoreResult> {
             break;
         }
     }
+    // What the port still refused after the flushes is freed and counted.
+    link.drop_held();
     let ls = link.stats();
     let mut stats = with_link(&p.stats(), &ls);
     stats.lp.iterations = lp.iterations;
