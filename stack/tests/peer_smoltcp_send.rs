@@ -319,6 +319,18 @@ fn stream(seed: u64, i: usize, len: usize) -> Vec<u8> {
     v
 }
 
+/// How much a smoltcp application reads this turn: its plan's slow `smol_read` until the
+/// other side's FIN is in (TIME-WAIT or CLOSING), then everything. By then all the data is
+/// in smoltcp's buffer, and a RST (weir answers a stray segment that reaches it after its
+/// LAST-ACK, RFC 9293 §3.10.7.1) would make smoltcp discard what is unread
+/// (`Socket::reset` clears the buffer, where Linux keeps it for the application).
+fn read_budget(state: SState, smol_read: usize) -> usize {
+    match state {
+        SState::TimeWait | SState::Closing => usize::MAX,
+        _ => smol_read,
+    }
+}
+
 /// smoltcp's reply on connection `i` of the first test (`End::PeerFirst`).
 fn reply(seed: u64, i: usize, len: usize) -> Vec<u8> {
     stream(!seed, i, len)
@@ -608,7 +620,7 @@ fn weir_sends(p: &Params, totals: &mut Totals) {
         for (i, r) in rx.iter_mut().enumerate() {
             let plan = &p.plans[i];
             let s = net.sockets.get_mut::<smoltcp::socket::tcp::Socket>(r.h);
-            let mut budget = plan.smol_read;
+            let mut budget = read_budget(s.state(), plan.smol_read);
             let mut buf = [0u8; 4096];
             while budget > 0 && s.can_recv() {
                 let k = budget.min(buf.len());
@@ -930,7 +942,7 @@ fn echo(p: &Params, totals: &mut Totals) {
                 s.close();
                 c.fin_sent = true;
             }
-            let mut budget = plan.smol_read;
+            let mut budget = read_budget(s.state(), plan.smol_read);
             let mut buf = [0u8; 4096];
             while budget > 0 && s.can_recv() {
                 let n = s

@@ -31,7 +31,7 @@
 //!   ACKs, FINs and RSTs of connections, SYN-ACKs and RSTs of the listener, and
 //!   [`Tcp::poll_tx`].
 //! - `ooo.rs` (out-of-order assembly), `table.rs` (the connection and half-open tables),
-//!   `timer.rs` (the timer heap).
+//!   `timer.rs` (the timing wheel).
 //! - [`rtt`], [`cc`], [`recovery`]: the send path's building blocks, which keep sequence
 //!   ranges and times, never payload: the RFC 6298 estimator and RTO, congestion control
 //!   (Reno, CUBIC, the ACK-counting rule, IW10) behind a trait, and loss detection (the
@@ -564,8 +564,8 @@ impl<B: PacketBuf> Tcp<B> {
         self.ctx.timers.next_deadline()
     }
 
-    /// Fires every timer that is due at `now`: O(expired · log n), no walk over the
-    /// tables (see `timer`).
+    /// Fires every timer that is due at `now`: O(expired), no walk over the tables (see
+    /// `timer`).
     #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {
         // Nearly every loop iteration has no timer due: the earliest entry (live or stale)
