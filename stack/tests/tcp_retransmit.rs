@@ -534,3 +534,56 @@ fn rto_fires_when_the_probe_is_lost_too_rfc8985_7_3() {
     let st = h.tcp.stats();
     assert_eq!((st.tlp_probes, st.rto_timeouts, st.retransmits), (1, 1, 2));
 }
+
+/// A send unit (Linux's TSO skb, `tcp_write_xmit` sending several segments in one pass):
+/// the frames are the ones a segment at a time builds, byte for byte, whatever the
+/// quantum; the retransmission queue holds the unit as one entry; a SACK block splits it
+/// at its edges (`tcp_sacktag_walk` fragmenting an skb) and a retransmission takes one
+/// segment of it (`tcp_retransmit_skb` fragmenting to the MSS).
+#[test]
+fn send_unit_frames_equal_a_segment_at_a_time_and_split_where_acks_land_tcp_fragment() {
+    let run = |quota: u32| {
+        let c = TcpConfig {
+            tx_quota: quota,
+            ..sack_cfg()
+        };
+        let (mut h, id) = established_cfg(c, SynOpts::all());
+        // The initial window (RFC 6928): nine full segments and a short one.
+        send(&mut h, id, &bytes(0, 9 * 1448 + 100));
+        (h, id)
+    };
+    let (mut one, _) = run(1);
+    let (mut unit, id) = run(16);
+    let a = one.tx_payload();
+    let b = unit.tx_payload();
+    assert_eq!(b.len(), 10);
+    assert_eq!(a, b, "the same frames, a segment at a time or as a unit");
+    let h = &mut unit;
+    let start = h.our_nxt;
+    let seg = |i: usize| start + i * 1448;
+    // The ten segments sent together, the short one last, are one entry.
+    assert_eq!(h.tcp.info(id).expect("conn").rtx_entries, 1);
+    // SACK of segments 3..6 splits the unit at both edges.
+    dupack(h, start, &[(seg(3), seg(6))]);
+    assert_eq!(h.tcp.info(id).expect("conn").rtx_entries, 3);
+    dupack(h, start, &[(seg(3), seg(7))]);
+    dupack(h, start, &[(seg(3), seg(8))]);
+    // DupThresh: three SACKed segments above the hole (RFC 6675 IsLost), counted in
+    // segments, not entries: the first three segments are lost and go one at a time.
+    let out = h.tx_payload();
+    let resent: Vec<_> = out
+        .iter()
+        .filter(|(m, _)| m.seq.get().wrapping_sub(start.get()) < 3 * 1448)
+        .map(|(m, p)| (m.seq, p.len()))
+        .collect();
+    assert!(!resent.is_empty(), "the hole is retransmitted");
+    assert!(
+        resent.iter().all(|&(_, n)| n == 1448),
+        "one segment at a time: {resent:?}"
+    );
+    assert_eq!(resent[0], (start, 1448));
+    assert_eq!(out[0].1, bytes(0, 1448));
+    h.ack_to(seg(9) + 100);
+    let info = h.tcp.info(id).expect("conn");
+    assert_eq!((info.snd_queued, info.rtx_entries), (0, 0));
+}

@@ -1621,11 +1621,21 @@ impl SendSim {
             while l.originals.front().is_some_and(|&e| e <= una) {
                 l.originals.pop_front();
             }
+            // The retransmission queue's entries (a segment, or a send unit of segments
+            // sent together) are bounded; the segments outstanding are bounded by the
+            // entries' 64 KiB each.
             assert!(
-                l.originals.len() <= self.snd_slices,
-                "connection {i}: {} segments outstanding, the retransmission queue holds {}",
-                l.originals.len(),
+                info.rtx_entries <= self.snd_slices,
+                "connection {i}: {} retransmission queue entries, the queue holds {}",
+                info.rtx_entries,
                 self.snd_slices
+            );
+            assert!(
+                l.originals.len()
+                    <= info.rtx_entries.max(1) * stack::tcp::recovery::MAX_UNIT_BYTES as usize,
+                "connection {i}: {} segments outstanding in {} entries",
+                l.originals.len(),
+                info.rtx_entries
             );
         }
         // Each connection's queue holds at most `snd_slices` buffers; freed ones wait in

@@ -15,8 +15,13 @@
 //!
 //! The modes map onto the stack's settings:
 //! - ACK counting, the initial and largest window: [`stack::tcp::cc::CcConfig`];
-//! - `--interleave segment` / `train:N`: [`stack::tcp::TcpConfig::tx_quota`] of 1 or N
-//!   segments per connection per turn;
+//! - `--interleave train:N`: [`stack::tcp::TcpConfig::tx_quota`] of N segments per
+//!   connection per turn; `--interleave segment`: a quota of [`segment_unit`] segments
+//!   (each connection's turn is one send unit, its segments built in one pass), and the
+//!   frames each [`Gen::poll_tx`] gets from a pipeline re-ordered one segment per flow
+//!   in turn ([`interleave_by_flow`]), the order a quota of 1 would have built them in
+//!   when every flow has that much to send: what the receiver sees is the mode's, what
+//!   the sender spends is its units';
 //! - `--psh never`: [`stack::tcp::Tcp::set_push`];
 //! - bursts and gaps, the duration and the byte count: this application's writes, then
 //!   `shutdown` (our FIN after the data).
@@ -41,7 +46,7 @@ use stack::wire::LocalAddrs;
 
 use super::payload::MAX_PAYLOAD;
 use super::sender::{CwndSummary, GenStats, ARP_GIVE_UP};
-use super::{GenConfig, PshMode};
+use super::{GenConfig, Interleave, PshMode};
 use crate::net::Resolver;
 
 /// Where a write's buffers come from: slices of the payload pattern, by reference.
@@ -162,6 +167,70 @@ pub struct Gen<B: PacketBuf> {
     iter: u64,
 }
 
+/// Where a frame's TCP source port is: after Ethernet (14) and IPv4 without options (20),
+/// or IPv6 (40). weir-gen's frames carry no VLAN tag and no IP options.
+const PORT_AT_V4: usize = 34;
+/// See [`PORT_AT_V4`].
+const PORT_AT_V6: usize = 54;
+
+/// The send unit of `--interleave segment` for `flows` connections on one pipeline: as
+/// many segments per connection as one burst holds for all of them
+/// ([`stack::driver::MAX_BURST`] over the flows), at least one. With that quantum a
+/// `poll_tx` that finds every flow due builds a unit per flow and fills the burst, as a
+/// quantum of one segment would in that many turns; [`interleave_by_flow`] then puts the
+/// frames in the order those turns would have.
+pub fn segment_unit(flows: usize) -> u32 {
+    (stack::driver::MAX_BURST / flows.max(1)).max(1) as u32
+}
+
+/// Re-orders `out[from..]` one frame per flow in turn: the first frame of each run of one
+/// flow's frames (one connection's unit: consecutive frames with the same TCP source port
+/// at `port_at`), in the order of the runs, then the second of each, and so on (a stable
+/// counting sort by rank within the run). A burst of one run, or of runs of one frame, is
+/// left as it is. What a NIC queue fed by many sockets shows when each socket's segments
+/// reach it as a train: `--interleave segment`'s pattern, built by units.
+pub fn interleave_by_flow<B: PacketBuf>(out: &mut Burst<B>, from: usize, port_at: usize) {
+    let n = out.len().saturating_sub(from);
+    if n < 2 {
+        return;
+    }
+    let port = |b: &B| -> [u8; 2] {
+        b.data()
+            .get(port_at..port_at + 2)
+            .map_or([0; 2], |p| [p[0], p[1]])
+    };
+    let mut rank = [0u16; stack::driver::MAX_BURST];
+    let mut top = 0u16;
+    let mut prev = port(&out[from]);
+    for i in 1..n {
+        let p = port(&out[from + i]);
+        if p == prev {
+            rank[i] = rank[i - 1] + 1;
+            top = top.max(rank[i]);
+        }
+        prev = p;
+    }
+    // One run (a single flow), or no run longer than one frame: nothing to re-order.
+    if top == 0 || usize::from(top) + 1 == n {
+        return;
+    }
+    // Where each rank's frames start in the new order.
+    let mut start = [0u16; stack::driver::MAX_BURST + 1];
+    for &r in &rank[..n] {
+        start[usize::from(r) + 1] += 1;
+    }
+    for r in 1..=usize::from(top) + 1 {
+        start[r] += start[r - 1];
+    }
+    let mut held: [Option<B>; stack::driver::MAX_BURST] = std::array::from_fn(|_| None);
+    for (i, b) in out.drain(from..).enumerate() {
+        let r = usize::from(rank[i]);
+        held[usize::from(start[r])] = Some(b);
+        start[r] += 1;
+    }
+    out.extend(held[..n].iter_mut().filter_map(Option::take));
+}
+
 /// How often (in loop iterations) the flows waiting for an acknowledgment or for their
 /// close are checked.
 const CHECK_EVERY: u64 = 64;
@@ -197,7 +266,10 @@ impl<B: PacketBuf> Gen<B> {
             snd_buf,
             // The retransmission queue holds one entry per segment in flight.
             snd_slices: (snd_buf / mss.max(1)) as usize + 8,
-            tx_quota: cfg.interleave.train_len(),
+            tx_quota: match cfg.interleave {
+                Interleave::Segment => segment_unit(slots),
+                Interleave::Train(_) => cfg.interleave.train_len(),
+            },
             cc: CcConfig {
                 algorithm: cfg.cc,
                 counting,
@@ -527,9 +599,19 @@ impl<B: PacketBuf> Gen<B> {
             }
         }
         let mut sent = false;
+        let port_at = if self.cfg.v6.is_some() {
+            PORT_AT_V6
+        } else {
+            PORT_AT_V4
+        };
+        let interleave = self.cfg.interleave == Interleave::Segment;
         for p in &mut self.pipes {
             let before = p.tcp().stats().data_segments_sent;
+            let from = out.len();
             p.poll_tx(now, pool, out);
+            if interleave {
+                interleave_by_flow(out, from, port_at);
+            }
             sent |= p.tcp().stats().data_segments_sent != before;
         }
         if sent {

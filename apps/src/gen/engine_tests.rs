@@ -39,6 +39,10 @@ struct Outcome {
     first_data_iter: Option<u64>,
     gen_pool: usize,
     rx_pool: usize,
+    /// Places in a burst where a flow's data frame follows its own while another flow
+    /// still has a frame later in that burst: 0 when each burst goes one frame per flow
+    /// in turn (`--interleave segment`).
+    interleave_breaks: u64,
 }
 
 fn run(cfg: GenConfig, gro: bool, max_iters: u64) -> Outcome {
@@ -75,6 +79,7 @@ fn run_with<S: PayloadSource<VecBuf>>(
     let (mut data_frames, mut psh_frames) = (0u64, 0u64);
     let mut seen = std::collections::HashSet::new();
     let (mut last_open_iter, mut first_data_iter) = (0u64, None);
+    let mut interleave_breaks = 0u64;
     for iter in 0..max_iters {
         now += Duration::from_micros(5);
         // The receiver's frames from the last iteration reach the generator.
@@ -86,6 +91,17 @@ fn run_with<S: PayloadSource<VecBuf>>(
         gen.poll(now, &mut src);
         let mut seg: Burst<VecBuf> = Burst::new();
         gen.poll_tx(now, &mut gen_pool, &mut seg);
+        let ports: Vec<u16> = seg
+            .iter()
+            .map(|b| b.data())
+            .filter(|d| d.len() > 54 && d[12..14] == [0x08, 0x00] && d.len() > 66)
+            .map(|d| u16::from_be_bytes([d[34], d[35]]))
+            .collect();
+        for i in 1..ports.len() {
+            if ports[i] == ports[i - 1] && ports[i..].iter().any(|&p| p != ports[i]) {
+                interleave_breaks += 1;
+            }
+        }
         let mut rx: Burst<VecBuf> = Burst::new();
         for b in seg.drain(..) {
             let d = b.data();
@@ -158,6 +174,7 @@ fn run_with<S: PayloadSource<VecBuf>>(
         first_data_iter,
         gen_pool: gen_pool.in_use(),
         rx_pool: rx_pool.in_use(),
+        interleave_breaks,
     }
 }
 
@@ -387,4 +404,59 @@ fn stack_flows_over_ipv6() {
     for (n, d) in o.digests.values() {
         assert_eq!((*n, *d), (100_000, stream_digest(100_000)));
     }
+}
+
+/// `--interleave segment` builds each flow's turn as one send unit and puts the frames
+/// one per flow in turn: every burst alternates flows until only one has frames left;
+/// `train:8` sends runs of one flow, which the check sees. Every byte still arrives.
+#[test]
+fn interleave_segment_sends_units_one_frame_per_flow_in_turn() {
+    let seg = run(cfg(8, 200_000), true, 20_000);
+    assert_eq!(seg.closed, 8);
+    assert_eq!(seg.interleave_breaks, 0);
+    for (n, d) in seg.digests.values() {
+        assert_eq!((*n, *d), (200_000, stream_digest(200_000)));
+    }
+    let train = run(
+        GenConfig {
+            interleave: Interleave::Train(8),
+            ..cfg(8, 200_000)
+        },
+        true,
+        20_000,
+    );
+    assert_eq!(train.closed, 8);
+    assert!(train.interleave_breaks > 0, "trains are runs of one flow");
+}
+
+/// [`interleave_by_flow`](super::engine::interleave_by_flow) on its own: runs of one
+/// flow's frames become one frame per flow in turn, stable within each flow; frames
+/// before `from` stay put.
+#[test]
+fn interleave_by_flow_orders_runs_round_robin() {
+    let frame = |port: u16, tag: u8| {
+        let mut d = vec![0u8; 60];
+        d[34..36].copy_from_slice(&port.to_be_bytes());
+        d[59] = tag;
+        VecBuf::from_vec(d)
+    };
+    let mut out: Burst<VecBuf> = Burst::new();
+    out.push(frame(9, 0));
+    for (p, t) in [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 1)] {
+        out.push(frame(p, t));
+    }
+    super::engine::interleave_by_flow(&mut out, 1, 34);
+    let got: Vec<(u16, u8)> = out
+        .iter()
+        .map(|b| {
+            (
+                u16::from_be_bytes([b.data()[34], b.data()[35]]),
+                b.data()[59],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(9, 0), (1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (1, 3)]
+    );
 }

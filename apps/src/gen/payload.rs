@@ -64,6 +64,9 @@ pub fn stream_digest_in(len: u64, period: usize) -> [u8; 32] {
 /// contiguous slice) with prefix sums of its 16-bit words.
 pub struct Payload {
     period: usize,
+    /// `ceil(2^64 / period)`, for [`Payload::place`]'s remainder without a division
+    /// (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019).
+    period_m: u64,
     buf: Vec<u8>,
     /// `pre[k]`: sum of the big-endian words at byte offsets `0, 2, .., 2k - 2`.
     pre: Vec<u32>,
@@ -105,7 +108,28 @@ impl Payload {
             acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
             pre.push(acc);
         }
-        Payload { period, buf, pre }
+        Payload {
+            period,
+            period_m: (u64::MAX / period as u64).wrapping_add(1),
+            buf,
+            pre,
+        }
+    }
+
+    /// `pos % period` for a position in the laid-out pattern (below 2^32), by two
+    /// multiplications instead of a division (about 25 cycles, on a frame's path).
+    #[inline]
+    pub fn place(&self, pos: usize) -> usize {
+        if self.period == 1 {
+            return 0;
+        }
+        match u32::try_from(pos) {
+            Ok(a) => {
+                let low = self.period_m.wrapping_mul(u64::from(a));
+                ((u128::from(low) * self.period as u128) >> 64) as usize
+            }
+            Err(_) => pos % self.period,
+        }
     }
 
     /// The whole laid-out pattern: one period plus [`MAX_PAYLOAD`] (and two) bytes, so the
@@ -233,6 +257,19 @@ mod tests {
         assert!(p.bytes_from(1448, 1).is_empty());
         assert_eq!(p.sum_from(1448, 1), 0);
         assert_eq!(p.sum_from(0, MAX_PAYLOAD + 1), 0);
+    }
+
+    #[test]
+    fn place_is_the_remainder_by_the_period() {
+        for period in [1usize, 2, 3, 1448, 1460, 8191, PERIOD, MAX_PERIOD] {
+            let p = Payload::with_period(period);
+            for pos in (0..200_000usize)
+                .step_by(7)
+                .chain([u32::MAX as usize, 1 << 33])
+            {
+                assert_eq!(p.place(pos), pos % period, "{pos} % {period}");
+            }
+        }
     }
 
     #[test]

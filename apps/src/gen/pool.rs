@@ -349,7 +349,7 @@ impl BufPool for GenPool {
         let sums = self.sums.as_ref()?;
         // Where the bytes are in the pattern: a write buffer is a window onto one copy.
         let pos = sh.offset_of(src.data().as_ptr().wrapping_add(off), len)?;
-        let start = pos % sums.period();
+        let start = sums.place(pos);
         if hdr_len == HDR_LEN && start == 0 {
             if let Some((_, stamp)) = &self.stamped {
                 if len <= stamp.len() {

@@ -113,6 +113,9 @@ pub struct ConnInfo {
     pub snd_queued: u32,
     /// Bytes in the send buffer not yet sent.
     pub snd_unsent: u32,
+    /// Entries in the retransmission queue: one per segment sent, or per send unit of
+    /// segments sent together (at most `TcpConfig::snd_slices`).
+    pub rtx_entries: usize,
     /// The congestion window, bytes.
     pub cwnd: u32,
     /// The smoothed RTT (RFC 6298), once a sample was taken.

@@ -68,18 +68,22 @@ impl<B: PacketBuf> Conn<B> {
         self.ack.on_ack_sent();
     }
 
-    /// Builds the next frame this connection owes into a buffer: a RST; else the next
-    /// data segment the send side allows (it carries the ACK owed, and settles the
-    /// queued in-order ACKs); else the oldest queued ACK; else our FIN once every queued
-    /// byte has been sent. `Ok(None)`: nothing is owed. `Err(())`: the pool is empty
-    /// (nothing is consumed; it stays owed).
+    /// Builds the next frame this connection owes into a buffer and appends it to `out`
+    /// (which has room for one): a RST; else the next data segment the send side allows
+    /// (it carries the ACK owed, and settles the queued in-order ACKs), followed by up to
+    /// `unit - 1` more of new data while `out` has room (a send unit, see
+    /// [`Conn::build_unit_rest`]); else the oldest queued ACK; else our FIN once every
+    /// queued byte has been sent. `Ok(None)`: nothing is owed. `Err(())`: the pool is
+    /// empty (nothing is consumed; it stays owed).
     pub(crate) fn build<P: BufPool<Buf = B>>(
         &mut self,
         now: Instant,
         pool: &mut P,
         offload: bool,
         spare: &mut Spare<AckSnapshot>,
-    ) -> Result<Option<(B, Sent)>, ()> {
+        out: &mut Burst<B>,
+        unit: u32,
+    ) -> Result<Option<Sent>, ()> {
         if self.closing.rst_due {
             let f = TcpFields {
                 seq: self.snd.nxt,
@@ -93,18 +97,22 @@ impl<B: PacketBuf> Conn<B> {
             };
             let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
             self.closing.rst_due = false;
-            return Ok(Some((b, Sent::Ack(AckReason::Rst))));
+            out.push(b);
+            return Ok(Some(Sent::Ack(AckReason::Rst)));
         }
         if let Some(o) = self.open {
             // The handshake of an active open: its SYN or SYN-ACK, and nothing else.
             if o.syn_due {
-                return self.build_syn(now, pool, offload);
+                return Ok(self.build_syn(now, pool, offload)?.map(|(b, sent)| {
+                    out.push(b);
+                    sent
+                }));
             }
             return Ok(None);
         }
         if (self.snd.unsent() > 0 || self.snd.rec.is_some()) && !matches!(self.state, State::Closed)
         {
-            if let Some(d) = self.build_data(now, pool, offload, spare)? {
+            if let Some(d) = self.build_data(now, pool, offload, spare, out, unit)? {
                 return Ok(Some(d));
             }
         }
@@ -129,10 +137,13 @@ impl<B: PacketBuf> Conn<B> {
             let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
             self.acks.pop_front(spare);
             self.rcv.last_ack_sent = ack;
-            return Ok(Some((b, Sent::Ack(reason))));
+            out.push(b);
+            return Ok(Some(Sent::Ack(reason)));
         }
         if self.snd.probe_due {
-            return self.build_probe(now, pool, offload);
+            let (b, sent) = self.build_probe(now, pool, offload)?;
+            out.push(b);
+            return Ok(Some(sent));
         }
         // Our FIN goes after the last queued byte (RFC 9293 §3.10.4): while data is
         // unsent it waits, and rides the last data segment.
@@ -166,7 +177,8 @@ impl<B: PacketBuf> Conn<B> {
         let b = self.tmpl.build(pool, &f, &opt[..n], offload).ok_or(())?;
         self.fin_sent(now);
         self.ack_went_out();
-        Ok(Some((b, Sent::Ack(AckReason::Fin))))
+        out.push(b);
+        Ok(Some(Sent::Ack(AckReason::Fin)))
     }
 
     /// The window field of a queued ACK built now, for its ACK number `ack`: the right
@@ -204,7 +216,7 @@ impl<B: PacketBuf> Conn<B> {
         now: Instant,
         pool: &mut P,
         offload: bool,
-    ) -> Result<Option<(B, Sent)>, ()> {
+    ) -> Result<(B, Sent), ()> {
         let f = TcpFields {
             seq: SeqNumber(self.snd.una.get().wrapping_sub(1)),
             ack: self.rcv.nxt,
@@ -218,7 +230,7 @@ impl<B: PacketBuf> Conn<B> {
         let b = self.tmpl.build(pool, &f, &[], offload).ok_or(())?;
         self.snd.probe_due = false;
         self.ack_went_out();
-        Ok(Some((b, Sent::Probe)))
+        Ok((b, Sent::Probe))
     }
 
     /// The SACK blocks an ACK sent now carries: D-SACK first (RFC 2883 §4), then the
@@ -268,7 +280,9 @@ impl<B: PacketBuf> Conn<B> {
         pool: &mut P,
         offload: bool,
         spare: &mut Spare<AckSnapshot>,
-    ) -> Result<Option<(B, Sent)>, ()> {
+        out: &mut Burst<B>,
+        unit: u32,
+    ) -> Result<Option<Sent>, ()> {
         let fin_pending = self.closing.fin_due && !self.closing.fin_sent;
         // A tail loss probe the PTO chose (RFC 8985 §7.3) goes first: it is one segment,
         // sent whatever cwnd and Nagle say (Linux `tcp_send_loss_probe`).
@@ -347,41 +361,10 @@ impl<B: PacketBuf> Conn<B> {
                 tsecr: self.rcv.ts_recent,
             },
         };
-        // The payload: put in place by the pool when it can (a stamped buffer or a chain
-        // by reference, `BufPool::alloc_with_payload`), else copied into the frame.
-        let prefilled = if pool.prefills() {
-            match self.snd.locate(seq, len as usize) {
-                Some((src, off, psh)) => {
-                    let more = if psh { TcpFlags::PSH } else { TcpFlags::NONE };
-                    self.tmpl.build_prefilled(
-                        pool,
-                        &f,
-                        &opt[..n],
-                        src,
-                        off,
-                        len as usize,
-                        more,
-                        offload,
-                    )
-                }
-                None => None,
-            }
-        } else {
-            None
-        };
-        let b = match prefilled {
-            Some(b) => b,
-            None => {
-                let snd = &mut self.snd;
-                let fill = |d: &mut [u8]| {
-                    let psh = snd.copy_out(seq, d)?;
-                    Some(if psh { TcpFlags::PSH } else { TcpFlags::NONE })
-                };
-                self.tmpl
-                    .build_with_payload(pool, &f, &opt[..n], len as usize, fill, offload)
-                    .ok_or(())?
-            }
-        };
+        let b = self
+            .data_frame(pool, &f, &opt[..n], len, offload)
+            .ok_or(())?;
+        out.push(b);
         let probe = tlp.is_some();
         if probe {
             self.snd.tlp_due = None;
@@ -399,16 +382,110 @@ impl<B: PacketBuf> Conn<B> {
         if fin {
             self.fin_sent(now);
         }
-        Ok(Some((
-            b,
-            Sent::Data {
-                len,
-                fin,
-                rtx,
-                probe,
-                piggybacked,
-            },
-        )))
+        let (mut len, mut segs) = (len, 1);
+        if !rtx && !probe && !fin && unit > 1 {
+            let (more, n) = self.build_unit_rest(now, pool, offload, f, out, unit - 1, fin_pending);
+            len += more;
+            segs += n;
+        }
+        Ok(Some(Sent::Data {
+            len,
+            segs,
+            fin,
+            rtx,
+            probe,
+            piggybacked,
+        }))
+    }
+
+    /// The frame of the data segment `[f.seq, f.seq + len)` with the options `opt`: the
+    /// payload put in place by the pool when it can (a stamped buffer or a chain by
+    /// reference, `BufPool::alloc_with_payload`), else copied into the frame; PSH when a
+    /// write ends inside it. `None`: the pool is empty.
+    #[inline]
+    fn data_frame<P: BufPool<Buf = B>>(
+        &mut self,
+        pool: &mut P,
+        f: &TcpFields,
+        opt: &[u8],
+        len: u32,
+        offload: bool,
+    ) -> Option<B> {
+        let seq = f.seq;
+        if pool.prefills() {
+            if let Some((src, off, psh)) = self.snd.locate(seq, len as usize) {
+                let more = if psh { TcpFlags::PSH } else { TcpFlags::NONE };
+                let b =
+                    self.tmpl
+                        .build_prefilled(pool, f, opt, src, off, len as usize, more, offload);
+                if b.is_some() {
+                    return b;
+                }
+            }
+        }
+        let snd = &mut self.snd;
+        let fill = |d: &mut [u8]| {
+            let psh = snd.copy_out(seq, d)?;
+            Some(if psh { TcpFlags::PSH } else { TcpFlags::NONE })
+        };
+        self.tmpl
+            .build_with_payload(pool, f, opt, len as usize, fill, offload)
+    }
+
+    /// The rest of a send unit (Linux `tcp_write_xmit` sending one TSO skb of several
+    /// segments, which the NIC or GSO cuts): after the first new-data segment of a turn,
+    /// up to `max` more segments of new data, each cut by [`Snd::cut`](super::conn::Snd)
+    /// as a segment of its own would be (window, cwnd, Nagle, SWS), while `out` has room.
+    /// What the first segment decided holds for the others and is not decided again: the
+    /// ACK number, window and TSecr it carried (nothing was received since, so a frame
+    /// built now would carry the same), the owed ACK it settled (so these carry no SACK
+    /// blocks, as the one-segment path would not), and its TSval. Each segment joins the
+    /// retransmission queue's unit entry ([`RtxQueue::on_send_unit`]); the timers are
+    /// re-armed once, for the whole unit, as `data_sent` would after its last segment.
+    /// A segment that would carry our FIN is left to the one-segment path. Returns the
+    /// bytes and segments added.
+    ///
+    /// [`RtxQueue::on_send_unit`]: crate::tcp::recovery::RtxQueue::on_send_unit
+    #[allow(clippy::too_many_arguments)]
+    fn build_unit_rest<P: BufPool<Buf = B>>(
+        &mut self,
+        now: Instant,
+        pool: &mut P,
+        offload: bool,
+        mut f: TcpFields,
+        out: &mut Burst<B>,
+        max: u32,
+        fin_pending: bool,
+    ) -> (u32, u32) {
+        f.flags = TcpFlags::ACK;
+        let (mut bytes, mut segs) = (0, 0);
+        while segs < max && !out.is_full() {
+            let Ok(n) = self.snd.cut(fin_pending) else {
+                break;
+            };
+            let seq = self.snd.nxt;
+            if fin_pending && seq + n as usize == self.snd.end {
+                break;
+            }
+            f.seq = seq;
+            let Some(b) = self.data_frame(pool, &f, &[], n, offload) else {
+                break;
+            };
+            out.push(b);
+            if let Some(r) = self.snd.rec.as_mut() {
+                let _ = r.on_send_unit(seq, n, false, now);
+            }
+            self.snd.sent(n);
+            bytes += n;
+            segs += 1;
+        }
+        if segs > 0 {
+            let snd = &mut self.snd;
+            snd.pto_at = snd.pto_for(now);
+            snd.arm_xmit();
+            snd.max_flight = snd.max_flight.max(snd.pipe());
+        }
+        (bytes, segs)
     }
 }
 
@@ -417,11 +494,13 @@ impl<B: PacketBuf> Conn<B> {
 pub(crate) enum Sent {
     /// A frame without data (ACK, FIN, RST), counted by reason in `AckStats`.
     Ack(AckReason),
-    /// A data segment of `len` bytes; `fin`: our FIN rode on it; `rtx`: a
-    /// retransmission; `probe`: a tail loss probe; `piggybacked`: the ACKs owed that it
-    /// carried instead of frames of their own.
+    /// `segs` data segments (a send unit when more than one) of `len` bytes in all;
+    /// `fin`: our FIN rode on the last; `rtx`: a retransmission; `probe`: a tail loss
+    /// probe; `piggybacked`: the ACKs owed that the first carried instead of frames of
+    /// their own.
     Data {
         len: u32,
+        segs: u32,
         fin: bool,
         rtx: bool,
         probe: bool,
@@ -485,8 +564,16 @@ impl<B: PacketBuf> Tcp<B> {
                     stop = true;
                     break;
                 }
-                match c.build(now, pool, tx_csum_offload, &mut self.ctx.ack_spare) {
-                    Ok(Some((b, sent))) => {
+                let unit = quota.saturating_sub(data).max(1);
+                match c.build(
+                    now,
+                    pool,
+                    tx_csum_offload,
+                    &mut self.ctx.ack_spare,
+                    out,
+                    unit,
+                ) {
+                    Ok(Some(sent)) => {
                         match sent {
                             Sent::Ack(r) => {
                                 self.ctx.ack_stats.count(r);
@@ -505,6 +592,7 @@ impl<B: PacketBuf> Tcp<B> {
                             }
                             Sent::Data {
                                 len,
+                                segs,
                                 fin,
                                 rtx,
                                 probe,
@@ -512,10 +600,10 @@ impl<B: PacketBuf> Tcp<B> {
                             } => {
                                 self.ctx.stats.tlp_probes += u64::from(probe);
                                 if rtx {
-                                    self.ctx.stats.retransmits += 1;
+                                    self.ctx.stats.retransmits += u64::from(segs);
                                     self.ctx.stats.bytes_retransmitted += u64::from(len);
                                 } else {
-                                    self.ctx.stats.data_segments_sent += 1;
+                                    self.ctx.stats.data_segments_sent += u64::from(segs);
                                     self.ctx.stats.bytes_sent += u64::from(len);
                                 }
                                 self.ctx.ack_stats.piggybacked += u64::from(piggybacked);
@@ -525,11 +613,10 @@ impl<B: PacketBuf> Tcp<B> {
                                 if fin {
                                     self.ctx.ack_stats.count(AckReason::Fin);
                                 }
-                                data += 1;
+                                data += segs;
                             }
                             Sent::Probe => self.ctx.stats.window_probes += 1,
                         }
-                        out.push(b);
                         if data >= quota && c.snd.unsent() > 0 {
                             break;
                         }

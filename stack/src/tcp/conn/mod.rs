@@ -400,6 +400,7 @@ impl<B: PacketBuf> Conn<B> {
             snd_mss: self.snd.mss,
             snd_queued: self.snd.queued(),
             snd_unsent: self.snd.unsent(),
+            rtx_entries: self.snd.rec.as_ref().map_or(0, |r| r.queue().len()),
             cwnd: self.snd.cwnd,
             srtt: self.snd.rtt.srtt(),
             rto: self.snd.rtt.rto(),

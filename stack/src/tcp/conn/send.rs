@@ -707,7 +707,7 @@ impl<B: PacketBuf> Snd<B> {
     /// (§7.3), would be followed at once by the RTO sending the same bytes again, so the
     /// RTO alone is armed (with the 200 ms minimum RTO, a lone segment's PTO, 2·SRTT +
     /// WCDelAckT, is mostly capped so).
-    fn pto_for(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn pto_for(&self, now: Instant) -> Option<Instant> {
         let r = self.rec.as_ref()?;
         if r.queue().sacked_segs() > 0 {
             return None;
@@ -1154,6 +1154,7 @@ impl<B: PacketBuf> Conn<B> {
     /// the part of it inside the peer's window (split off in the queue).
     pub(crate) fn next_rtx(&mut self) -> Option<(SeqNumber, u32)> {
         let right = self.snd.una + self.snd.wnd as usize;
+        let mss = self.snd.mss_now();
         let r = self.snd.rec.as_mut()?;
         // NextSeg walks the queue: only when something is lost, a fast retransmit is
         // owed, or fast recovery runs (RFC 6675 NextSeg rule 3), not per segment of a
@@ -1169,6 +1170,7 @@ impl<B: PacketBuf> Conn<B> {
         if len == 0 || seq + len as usize > self.snd.end {
             return None;
         }
+
         // RFC 9293 §3.8.6.2.1: nothing beyond SND.UNA + SND.WND, retransmissions included
         // (a window the peer shrank, or shut, after the segment first went). As Linux
         // `__tcp_retransmit_skb`, a segment is cut to the window and one that starts
@@ -1177,7 +1179,9 @@ impl<B: PacketBuf> Conn<B> {
         if seq >= right {
             return None;
         }
-        let fit = len.min((right - seq) as u32);
+        // One segment at a time, also of a send unit (Linux `tcp_retransmit_skb`
+        // fragments an skb longer than the current MSS), and only what the window takes.
+        let fit = len.min(mss).min((right - seq) as u32);
         let forced = self.snd.rtx_now == Some(seq);
         let pipe = u32::try_from(r.pipe()).unwrap_or(u32::MAX);
         if !forced && self.snd.cwnd.saturating_sub(pipe) < fit {
@@ -1225,7 +1229,7 @@ impl<B: PacketBuf> Conn<B> {
                 }
                 r
             });
-            let _ = r.on_send(seq, len, false, now);
+            let _ = r.on_send_unit(seq, len, false, now);
             snd.sent(len);
         }
         if snd.rto_at.is_none() {

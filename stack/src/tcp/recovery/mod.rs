@@ -67,7 +67,7 @@ pub use rack::{
 };
 pub use rtx::{
     AckRefused, Acked, RtxQueue, RtxRefused, SegState, SendRefused, SentSeg, SplitRefused,
-    MAX_OUTSTANDING,
+    MAX_OUTSTANDING, MAX_UNIT_BYTES,
 };
 pub use scoreboard::{
     NextSeg, Phase, SackRefused, SackReport, Scoreboard, ScoreboardAck, DUP_THRESH,
@@ -162,8 +162,10 @@ impl Recovery {
     /// room for `capacity` outstanding segments (the only allocation) and sender MSS
     /// `smss`.
     pub fn new(capacity: usize, start: SeqNumber, smss: u32, mode: LossDetection) -> Self {
+        let mut q = RtxQueue::new(capacity, start);
+        q.set_smss(smss);
         Recovery {
-            q: RtxQueue::new(capacity, start),
+            q,
             sb: Scoreboard::new(smss, start),
             nr: NewReno::new(start),
             rack: Rack::new(),
@@ -222,6 +224,18 @@ impl Recovery {
         now: Instant,
     ) -> Result<(), SendRefused> {
         self.q.on_send(seq, len, fin, now)
+    }
+
+    /// New data sent as one more segment of a send unit: see
+    /// [`RtxQueue::on_send_unit`].
+    pub fn on_send_unit(
+        &mut self,
+        seq: SeqNumber,
+        len: u32,
+        fin: bool,
+        now: Instant,
+    ) -> Result<(), SendRefused> {
+        self.q.on_send_unit(seq, len, fin, now)
     }
 
     /// Splits the queue segment holding `at` (to retransmit at most SMSS of it).
@@ -685,10 +699,10 @@ mod tests {
             if s.sacked() {
                 prop_assert!(!s.lost() && !s.retransmitted() && !s.in_flight());
                 sacked += s.seq_len();
-                sacked_segs += 1;
+                sacked_segs += s.pcount() as usize;
             }
             if s.lost() {
-                lost += 1;
+                lost += s.pcount() as usize;
             }
             if s.in_flight() {
                 flight += s.seq_len();

@@ -91,6 +91,11 @@ impl core::fmt::Debug for SegState {
 
 /// One sent segment: its sequence range `[seq, end)` (payload, then the FIN if it carries
 /// one), when it was sent, and its loss-recovery state.
+///
+/// An entry may stand for several wire segments sent together (a send unit, Linux's TSO
+/// skb: [`RtxQueue::on_send_unit`]); `segs` is how many (Linux `tcp_skb_pcount`), and
+/// the queue's segment counts ([`RtxQueue::sacked_segs`], [`RtxQueue::lost_segs`]) add
+/// them up, so RFC 6675's and RFC 8985's segment counts mean wire segments either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SentSeg {
     seq: SeqNumber,
@@ -99,6 +104,7 @@ pub struct SentSeg {
     first_tx: Instant,
     last_tx: Instant,
     retransmits: u16,
+    segs: u16,
     state: SegState,
 }
 
@@ -118,6 +124,10 @@ impl SentSeg {
     /// Whether the segment carries our FIN (its last sequence number).
     pub fn fin(&self) -> bool {
         self.fin
+    }
+    /// Wire segments it stands for: 1, or more for a send unit (Linux `tcp_skb_pcount`).
+    pub fn pcount(&self) -> u32 {
+        u32::from(self.segs)
     }
     /// Sequence space occupied: payload plus one for a FIN.
     pub fn seq_len(&self) -> usize {
@@ -250,7 +260,14 @@ pub struct RtxQueue {
     /// Every segment ending above this was never retransmitted: from there on the queue
     /// is in send-time order as well as sequence order (new data leaves in sequence).
     rtx_hi: SeqNumber,
+    /// The full segment size, for counting the wire segments of a piece of a send unit
+    /// (`u32::MAX` until [`RtxQueue::set_smss`]: every entry is then one segment).
+    smss: u32,
 }
+
+/// The most payload one send unit covers ([`RtxQueue::on_send_unit`]): Linux's 64 KiB
+/// GSO limit (`GSO_LEGACY_MAX_SIZE`), within `u16` segments at any MSS.
+pub const MAX_UNIT_BYTES: u32 = 65_535;
 
 impl RtxQueue {
     /// An empty queue for at most `capacity` segments, with SND.UNA = SND.NXT = `start`
@@ -267,7 +284,20 @@ impl RtxQueue {
             lost_segs: 0,
             in_flight: 0,
             rtx_hi: start,
+            smss: u32::MAX,
         }
+    }
+
+    /// The full segment size (SMSS) for send units: [`RtxQueue::on_send_unit`] grows an
+    /// entry by whole segments of it, and a piece of a unit (split off, or left by a
+    /// partial ACK) counts `ceil(len / smss)` segments, as Linux `tcp_set_skb_tso_segs`.
+    pub fn set_smss(&mut self, smss: u32) {
+        self.smss = smss.max(1);
+    }
+
+    /// The wire segments `len` payload bytes of a unit's piece stand for.
+    fn pcount_of(&self, len: u32) -> u16 {
+        u16::try_from(len.div_ceil(self.smss).max(1)).unwrap_or(u16::MAX)
     }
 
     /// Empties the queue and starts again at `start`, keeping its storage.
@@ -382,12 +412,13 @@ impl RtxQueue {
 
     fn account_add(&mut self, s: &SentSeg) {
         let n = s.seq_len();
+        let k = usize::from(s.segs);
         if s.sacked() {
             self.sacked_bytes += n;
-            self.sacked_segs += 1;
+            self.sacked_segs += k;
         }
         if s.lost() {
-            self.lost_segs += 1;
+            self.lost_segs += k;
         }
         if s.in_flight() {
             self.in_flight += n;
@@ -396,12 +427,13 @@ impl RtxQueue {
 
     fn account_sub(&mut self, s: &SentSeg) {
         let n = s.seq_len();
+        let k = usize::from(s.segs);
         if s.sacked() {
             self.sacked_bytes -= n;
-            self.sacked_segs -= 1;
+            self.sacked_segs -= k;
         }
         if s.lost() {
-            self.lost_segs -= 1;
+            self.lost_segs -= k;
         }
         if s.in_flight() {
             self.in_flight -= n;
@@ -457,6 +489,7 @@ impl RtxQueue {
             first_tx: now,
             last_tx: now,
             retransmits: 0,
+            segs: 1,
             state: SegState::default().normalized(),
         };
         self.account_add(&s);
@@ -464,6 +497,50 @@ impl RtxQueue {
         self.nxt = seq + n;
         self.fin_sent = fin;
         Ok(())
+    }
+
+    /// [`RtxQueue::on_send`] for a segment that may join the newest entry as one more
+    /// segment of a send unit (Linux's TSO skb, which `tcp_write_xmit` sends whole and
+    /// `tcp_fragment` splits only where an ACK, a SACK block or a retransmission needs
+    /// it): when that entry was sent at the same `now`, was never retransmitted, is only
+    /// in flight (not SACKed or lost), carries no FIN, holds whole segments of the SMSS
+    /// ([`RtxQueue::set_smss`]), and the unit stays within [`MAX_UNIT_BYTES`]. Otherwise
+    /// a new entry, as `on_send`. A unit's segments share everything loss detection reads
+    /// of an entry (send time, retransmission count, state), so one entry per unit
+    /// decides as one per segment would; what differs is the work per ACK, which is per
+    /// entry.
+    pub fn on_send_unit(
+        &mut self,
+        seq: SeqNumber,
+        len: u32,
+        fin: bool,
+        now: Instant,
+    ) -> Result<(), SendRefused> {
+        let smss = self.smss;
+        let n = len as usize + usize::from(fin);
+        let room = self.outstanding() + n <= MAX_OUTSTANDING;
+        if seq == self.nxt && !self.fin_sent && len > 0 && len <= smss && room {
+            if let Some(l) = self.segs.back_mut() {
+                if l.first_tx == now
+                    && l.last_tx == now
+                    && l.retransmits == 0
+                    && l.state == SegState::IN_FLIGHT
+                    && !l.fin
+                    && l.len == u32::from(l.segs).saturating_mul(smss)
+                    && l.len + len <= MAX_UNIT_BYTES
+                {
+                    // Only in flight: the one counter it is in grows.
+                    l.len += len;
+                    l.fin = fin;
+                    l.segs = l.segs.saturating_add(1);
+                    self.in_flight += n;
+                    self.nxt = seq + n;
+                    self.fin_sent = fin;
+                    return Ok(());
+                }
+            }
+        }
+        self.on_send(seq, len, fin, now)
     }
 
     /// Records the retransmission at `now` of the segment starting at `seq` (split first
@@ -546,11 +623,14 @@ impl RtxQueue {
                 let head = SentSeg {
                     len: cut as u32,
                     fin: false,
+                    segs: self.pcount_of(cut as u32),
                     ..front
                 };
+                let rest_len = front.len - cut as u32;
                 let rest = SentSeg {
                     seq: ack,
-                    len: front.len - cut as u32,
+                    len: rest_len,
+                    segs: self.pcount_of(rest_len),
                     ..front
                 };
                 self.account_sub(&front);
@@ -583,11 +663,14 @@ impl RtxQueue {
         let head = SentSeg {
             len: off as u32,
             fin: false,
+            segs: self.pcount_of(off as u32),
             ..s
         };
+        let tail_len = s.len - off as u32;
         let tail = SentSeg {
             seq: at,
-            len: s.len - off as u32,
+            len: tail_len,
+            segs: self.pcount_of(tail_len),
             ..s
         };
         self.account_sub(&s);
@@ -893,5 +976,105 @@ mod tests {
         q.on_cumulative_ack(q.nxt()).unwrap();
         assert!(q.is_empty());
         assert_eq!(q.in_flight(), 0);
+    }
+
+    /// Linux `tcp_write_xmit` with TSO: segments sent together are one entry, counted as
+    /// their segments (`tcp_skb_pcount`); a later send, a short segment, a FIN or the 64
+    /// KiB bound starts a new one.
+    #[test]
+    fn send_unit_joins_full_segments_sent_at_the_same_time() {
+        let mut q = RtxQueue::new(8, SeqNumber(0));
+        q.set_smss(1000);
+        for _ in 0..3 {
+            q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        }
+        assert_eq!(q.len(), 1);
+        let u = *q.first().unwrap();
+        assert_eq!((u.len(), u.pcount(), u.end()), (3000, 3, SeqNumber(3000)));
+        assert_eq!(q.in_flight(), 3000);
+        // A short segment ends the unit: it joins, the next does not.
+        q.on_send_unit(q.nxt(), 400, false, t(1)).unwrap();
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        assert_eq!(q.len(), 2);
+        assert_eq!(
+            (q.get(0).unwrap().len(), q.get(0).unwrap().pcount()),
+            (3400, 4)
+        );
+        // Another time is another entry.
+        q.on_send_unit(q.nxt(), 1000, false, t(2)).unwrap();
+        assert_eq!(q.len(), 3);
+        // A FIN joins as the unit's end, and nothing follows it.
+        q.on_send_unit(q.nxt(), 1000, true, t(2)).unwrap();
+        assert_eq!(q.len(), 3);
+        assert!(q.last().unwrap().fin() && q.fin_sent());
+        assert_eq!(
+            q.on_send_unit(q.nxt(), 10, false, t(2)),
+            Err(SendRefused::AfterFin)
+        );
+        assert_eq!(q.in_flight(), 6401);
+        // At most MAX_UNIT_BYTES per unit.
+        let mut q = RtxQueue::new(8, SeqNumber(0));
+        q.set_smss(1000);
+        for _ in 0..70 {
+            q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        }
+        assert_eq!(q.len(), 2);
+        assert!(q.iter().all(|s| s.len() <= MAX_UNIT_BYTES));
+        assert_eq!(q.outstanding(), 70_000);
+        // Without an SMSS every entry is one segment, as `on_send` makes it.
+        let mut q = RtxQueue::new(8, SeqNumber(0));
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        assert_eq!(q.len(), 2);
+    }
+
+    /// An entry that was retransmitted, SACKed or lost never grows: a unit is only new
+    /// data in flight, all of it sharing one send time and state.
+    #[test]
+    fn send_unit_never_joins_an_entry_with_a_recovery_state() {
+        let mut q = RtxQueue::new(8, SeqNumber(0));
+        q.set_smss(1000);
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        q.mark_lost(0);
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        assert_eq!(q.len(), 2);
+        q.on_retransmit(SeqNumber(1000), t(1)).unwrap();
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        assert_eq!(q.len(), 3);
+        q.mark_sacked(2);
+        q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        assert_eq!(q.len(), 4);
+    }
+
+    /// A unit's pieces count their segments: a split (a SACK edge, a retransmission) and
+    /// a partial ACK leave `ceil(len / smss)` segments each (Linux
+    /// `tcp_set_skb_tso_segs`), so the SACKed and lost counts stay in segments.
+    #[test]
+    fn send_unit_pieces_count_their_segments_tcp_skb_pcount() {
+        let mut q = RtxQueue::new(8, SeqNumber(0));
+        q.set_smss(1000);
+        for _ in 0..6 {
+            q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
+        }
+        let i = q.split(SeqNumber(2000)).unwrap();
+        q.split(SeqNumber(4500)).unwrap();
+        assert_eq!(
+            q.iter().map(SentSeg::pcount).collect::<Vec<_>>(),
+            vec![2, 3, 2]
+        );
+        q.mark_sacked(i);
+        assert_eq!((q.sacked_segs(), q.sacked_bytes()), (3, 2500));
+        q.mark_lost(0);
+        assert_eq!(q.lost_segs(), 2);
+        // A partial ACK inside the first piece leaves one segment of it.
+        let a = q.on_cumulative_ack(SeqNumber(1500)).unwrap();
+        assert!(a.partial);
+        assert_eq!(
+            (q.first().unwrap().len(), q.first().unwrap().pcount()),
+            (500, 1)
+        );
+        assert_eq!(q.lost_segs(), 1);
+        q.on_cumulative_ack(q.nxt()).unwrap();
+        assert_eq!((q.sacked_segs(), q.lost_segs(), q.in_flight()), (0, 0, 0));
     }
 }

@@ -303,7 +303,7 @@ impl Scoreboard {
             }
             if q.mark_sacked(idx) {
                 r.newly_sacked_bytes += s.seq_len();
-                r.newly_sacked_segs += 1;
+                r.newly_sacked_segs += s.pcount();
                 if !s.ever_retransmitted() {
                     r.rtt_sent = Some(r.rtt_sent.map_or(s.last_tx(), |t| t.max(s.last_tx())));
                 }
@@ -332,7 +332,7 @@ impl Scoreboard {
             }
             if s.sacked() {
                 if start > off {
-                    segs += 1;
+                    segs += s.pcount() as usize;
                 }
                 bytes += end - start.max(off + 1);
                 if segs >= DUP_THRESH || bytes > thresh {
@@ -357,7 +357,7 @@ impl Scoreboard {
                 break;
             };
             if s.sacked() {
-                segs += 1;
+                segs += s.pcount() as usize;
                 bytes += s.seq_len();
             } else if (segs >= DUP_THRESH || bytes > thresh) && !s.lost() {
                 newly += u32::from(q.mark_original_lost(idx));
