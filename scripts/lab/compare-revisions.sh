@@ -17,6 +17,13 @@
 # (timer_check, poll_timeout, gro_flush_expired) are compared per call, the other stages
 # per segment.
 #
+# --e2e: bulk data, `weir-bench e2e --json --flows 1,64 --only stack,stack-oldgen --runs 1
+# --seconds 2` per run (E2E_FLOWS sets the flow counts; E2E_HUGEPAGES=1 adds --hugepages, as
+# compare-kernel.sh runs it); per flow count the medians of the stack sender's generator
+# cycles per segment, the receiver's cycles per segment and segments/s, the ratio B/A, and
+# per revision the stack sender over the hand-rolled sender of the same runs (the anchor
+# `weir-bench e2e` prints beside it): what a change to the send path did to weir-gen's cost.
+#
 # --rr: request/response, `weir-bench rr --json --conns 1,64 --burst 1 --runs 1 --seconds 2`
 # per run (64-byte requests and responses over the ring pair); per shape (connections x
 # burst) the medians of transactions/s, p99 latency and client and server cycles per
@@ -24,7 +31,7 @@
 # THRESH_PCT % (fewer transactions/s; more latency or cycles). Every run's accounting
 # (lost, duplicated, mismatched transactions) must be zero.
 #
-# Usage: scripts/lab/compare-revisions.sh [--rr] [-n RUNS] A B     (run inside the repository)
+# Usage: scripts/lab/compare-revisions.sh [--rr|--e2e] [-n RUNS] A B     (run inside the repository)
 # Environment: RUNS (3), THRESH_PCT (10), THRESH_NS (2, stages only), WEIR_COMPARE_CACHE,
 # WEIR_COMPARE_TARGET.
 # Exit status: 0 compared, 1 a revision could not be built or lacks the subcommand (or a
@@ -39,13 +46,17 @@ TARGET=${WEIR_COMPARE_TARGET:-$CACHE/target}
 MODE=stages
 
 usage() {
-    echo "usage: $0 [--rr] [-n RUNS] REV_A REV_B" >&2
+    echo "usage: $0 [--rr|--e2e] [-n RUNS] REV_A REV_B" >&2
     exit 2
 }
-# --rr anywhere among the arguments (getopts knows no long options).
+# --rr or --e2e anywhere among the arguments (getopts knows no long options).
 ARGS=()
 for a in "$@"; do
-    if [[ $a == --rr ]]; then MODE=rr; else ARGS+=("$a"); fi
+    case $a in
+        --rr) MODE=rr ;;
+        --e2e) MODE=e2e ;;
+        *) ARGS+=("$a") ;;
+    esac
 done
 set -- "${ARGS[@]}"
 while getopts "n:h" o; do
@@ -69,6 +80,9 @@ B=$(git -C "$REPO" rev-parse --verify --quiet "$2^{commit}") || { echo "not a re
 if [[ $MODE == rr ]]; then
     # `rr::run`, called from weir-bench's main.
     SUB_RE='bench::rr::run' SUB_PATH=apps/src/bin/weir-bench.rs SUB_SINCE=a7abf38
+elif [[ $MODE == e2e ]]; then
+    # The hand-rolled anchor row (`--only stack-oldgen`) came with weir-gen on the stack.
+    SUB_RE='stack-oldgen' SUB_PATH=apps/src/bench/e2e.rs SUB_SINCE=a728b49
 else
     # `bench_stages::run` before the programs were laid out by directory, `stages::run` after.
     SUB_RE='(bench_)?stages::run' SUB_PATH=apps/src SUB_SINCE=7694e85
@@ -132,6 +146,9 @@ cp "$BIN" "$WORK/weir-bench-B"
 
 if [[ $MODE == rr ]]; then
     BENCH_ARGS=(rr --json --conns 1,64 --burst 1 --runs 1 --seconds 2)
+elif [[ $MODE == e2e ]]; then
+    BENCH_ARGS=(e2e --json --flows "${E2E_FLOWS:-1,64}" --only stack,stack-oldgen --runs 1 --seconds 2)
+    if [[ ${E2E_HUGEPAGES:-0} == 1 ]]; then BENCH_ARGS+=(--hugepages); fi
 else
     BENCH_ARGS=(stages --json)
 fi
@@ -205,6 +222,44 @@ if [[ $MODE == rr ]]; then
         echo "compare-revisions: $BAD transactions lost, duplicated or mismatched (see the accounting line): a correctness failure, not noise" >&2
         exit 3
     fi
+    exit 0
+fi
+
+if [[ $MODE == e2e ]]; then
+    jq -n -r --arg an "$A_NAME (${A:0:12})" --arg bn "$B_NAME (${B:0:12})" \
+        --slurpfile a <(cat "$WORK"/A-*.json) --slurpfile b <(cat "$WORK"/B-*.json) '
+  def median: sort | if length == 0 then null
+    elif length % 2 == 1 then .[length / 2 | floor]
+    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+  def rows($r; $mode; $f): $r | map(select(.mode == $mode and .flows == $f));
+  def med($r; $mode; $f; $k): rows($r; $mode; $f) | map(.[$k]) | median;
+  def f1: (. * 10 | round) as $n | "\($n / 10 | floor).\($n % 10)";
+  def f2: (. * 100 | round) as $n
+    | "\($n / 100 | floor).\($n % 100 | tostring | if length == 1 then "0" + . else . end)";
+  def fmt($s; $w): (" " * ([0, $w - ($s | length)] | max)) + $s;
+  def pad($s; $w): $s + (" " * ([0, $w - ($s | length)] | max));
+  def metrics: [
+    {key: "generator_cycles_per_segment", name: "sender cycles/seg"},
+    {key: "receiver_cycles_per_segment", name: "receiver cycles/seg"},
+    {key: "segments_per_s", name: "M segments/s", scale: 1e6}];
+  ($a | map(select(.mode == "stack") | .flows) | unique) as $flows
+  | ("A = " + $an), ("B = " + $bn),
+    (pad("flows"; 7) + pad("metric"; 22) + fmt("A"; 10) + fmt("B"; 10) + fmt("B/A"; 8)),
+    ($flows[] as $f | metrics[] as $m
+      | (med($a; "stack"; $f; $m.key) / ($m.scale // 1)) as $va
+      | (med($b; "stack"; $f; $m.key) / ($m.scale // 1)) as $vb
+      | select($va != null and $vb != null)
+      | pad("\($f)"; 7) + pad($m.name; 22) + fmt($va | f1; 10) + fmt($vb | f1; 10)
+        + fmt(if $va > 0 then $vb / $va | f2 else "-" end; 8)),
+    ("stack sender over the hand-rolled sender (generator cycles/seg, medians of the same runs):"),
+    ($flows[] as $f
+      | [$a, $b] | map(
+          (med(.; "stack"; $f; "generator_cycles_per_segment")) as $s
+          | (med(.; "stack, hand-rolled sender"; $f; "generator_cycles_per_segment")) as $h
+          | if $s != null and $h != null and $h > 0 then "\($s / $h | f2)x" else "-" end) as [$ra, $rb]
+      | pad("\($f)"; 7) + "A " + $ra + ", B " + $rb),
+    ("clean close in every run: " + ([$a[], $b[] | select(.flows != null) | .clean_close] | all | tostring))
+'
     exit 0
 fi
 

@@ -144,13 +144,16 @@ pub struct Gen<B: PacketBuf> {
     acking: Vec<u32>,
     /// Flows whose FIN is queued.
     closing: Vec<u32>,
-    /// Flows in a ramp (their window still the limit), checked [`RAMP_SCAN`] per poll.
+    /// Flows in a ramp (their window still the limit), checked in turn: one per frame
+    /// received since the last check, at most [`RAMP_SCAN`] per poll.
     ramping: Vec<u32>,
     /// Flows whose last write found the payload source empty ([`PayloadSource::slice`]
     /// gave no buffer): no `Event::Writable` would resume them, as the stack refused
     /// nothing, so [`Gen::poll`] retries them in turn. At most one entry per flow.
     starved: VecDeque<u32>,
     ramp_next: usize,
+    /// Frames received since the ramps were last checked ([`Gen::check_ramps`]).
+    ramp_credit: usize,
     resolver: Option<Resolver>,
     dst_mac: Option<[u8; 6]>,
     started: Option<Instant>,
@@ -334,6 +337,7 @@ impl<B: PacketBuf> Gen<B> {
             ramping: Vec::with_capacity(n),
             starved: VecDeque::with_capacity(n),
             ramp_next: 0,
+            ramp_credit: 0,
             resolver,
             started: None,
             stop_at: None,
@@ -479,6 +483,7 @@ impl<B: PacketBuf> Gen<B> {
 
     /// Step 1: a received burst (ACKs, ARP) to the stack.
     pub fn handle_rx_burst(&mut self, now: Instant, rx: &mut Burst<B>) {
+        self.ramp_credit = (self.ramp_credit + rx.len()).min(RAMP_SCAN);
         if let Some(r) = self.resolver.as_mut() {
             if self.dst_mac.is_none() {
                 r.handle_rx(rx);
@@ -889,7 +894,14 @@ impl<B: PacketBuf> Gen<B> {
     /// `--max-cwnd`, or everything of the burst is sent (the application is the limit).
     fn check_ramps(&mut self, now: Instant) {
         let max_cwnd = u64::from(self.cfg.max_cwnd) * u64::from(self.cfg.mss);
-        for _ in 0..RAMP_SCAN.min(self.ramping.len()) {
+        // A flow's windows change when an ACK arrives: a check per frame received, not
+        // per loop (a loop that received nothing has nothing new to find, and with many
+        // flows never leaving their ramp, as when a shared core rather than the window
+        // limits them, a fixed scan per loop was a third of the generator's time). The
+        // end of a burst's data is seen with the ACK that follows it.
+        let n = self.ramp_credit.min(self.ramping.len());
+        self.ramp_credit = 0;
+        for _ in 0..n {
             if self.ramp_next >= self.ramping.len() {
                 self.ramp_next = 0;
             }
