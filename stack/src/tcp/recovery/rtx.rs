@@ -263,6 +263,9 @@ pub struct RtxQueue {
     /// The full segment size, for counting the wire segments of a piece of a send unit
     /// (`u32::MAX` until [`RtxQueue::set_smss`]: every entry is then one segment).
     smss: u32,
+    /// `ceil(2^64 / smss)`: [`RtxQueue::pcount_of`] divides by two multiplications
+    /// (Lemire, Kaser and Kurz 2019), as every partial ACK of a unit counts its pieces.
+    smss_m: u64,
 }
 
 /// The most payload one send unit covers ([`RtxQueue::on_send_unit`]): Linux's 64 KiB
@@ -285,6 +288,7 @@ impl RtxQueue {
             in_flight: 0,
             rtx_hi: start,
             smss: u32::MAX,
+            smss_m: (u64::MAX / u64::from(u32::MAX)).wrapping_add(1),
         }
     }
 
@@ -293,11 +297,24 @@ impl RtxQueue {
     /// partial ACK) counts `ceil(len / smss)` segments, as Linux `tcp_set_skb_tso_segs`.
     pub fn set_smss(&mut self, smss: u32) {
         self.smss = smss.max(1);
+        self.smss_m = (u64::MAX / u64::from(self.smss)).wrapping_add(1);
     }
 
-    /// The wire segments `len` payload bytes of a unit's piece stand for.
+    /// The wire segments `len` payload bytes of a unit's piece stand for: `ceil(len /
+    /// smss)`, at least one.
     fn pcount_of(&self, len: u32) -> u16 {
-        u16::try_from(len.div_ceil(self.smss).max(1)).unwrap_or(u16::MAX)
+        // A piece is at most 2^30 bytes (MAX_OUTSTANDING) and the SMSS below 2^31, so
+        // the sum fits; with an SMSS of 1 the multiplier wraps to 0 and the quotient is
+        // the length itself.
+        let a = u64::from(len) + u64::from(self.smss) - 1;
+        let q = if self.smss == 1 {
+            a
+        } else if let Ok(a) = u32::try_from(a) {
+            ((u128::from(self.smss_m) * u128::from(a)) >> 64) as u64
+        } else {
+            a / u64::from(self.smss)
+        };
+        u16::try_from(q.max(1)).unwrap_or(u16::MAX)
     }
 
     /// Empties the queue and starts again at `start`, keeping its storage.
@@ -1044,6 +1061,28 @@ mod tests {
         q.mark_sacked(2);
         q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
         assert_eq!(q.len(), 4);
+    }
+
+    /// The piece count without a division equals the division's for every length and
+    /// segment size it is used with.
+    #[test]
+    fn pcount_of_is_ceil_len_over_smss() {
+        for smss in [1u32, 2, 3, 536, 1000, 1448, 1460, 8948, 65_535, u32::MAX] {
+            let mut q = RtxQueue::new(1, SeqNumber(0));
+            if smss != u32::MAX {
+                q.set_smss(smss);
+            }
+            for len in (0..200_000u32).step_by(13).chain([
+                smss.saturating_sub(1),
+                smss,
+                smss.saturating_add(1),
+                1 << 30,
+            ]) {
+                let want = u64::from(len).div_ceil(u64::from(smss)).max(1);
+                let want = u16::try_from(want).unwrap_or(u16::MAX);
+                assert_eq!(q.pcount_of(len), want, "{len} / {smss}");
+            }
+        }
     }
 
     /// A unit's pieces count their segments: a split (a SACK edge, a retransmission) and
