@@ -24,6 +24,7 @@ use crate::flow::FlowKey;
 use crate::segment::Segment;
 use crate::seq::SeqNumber;
 use crate::spare::Spare;
+use crate::tcp::recovery::MAX_UNIT_BYTES;
 use crate::time::Instant;
 use crate::wire::{SackBlock, TcpFlags, Timestamp, MAX_SACK_BLOCKS};
 
@@ -460,6 +461,50 @@ impl<B: PacketBuf> Conn<B> {
         f.flags = TcpFlags::ACK;
         let (mut bytes, mut segs) = (0, 0);
         while segs < max && !out.is_full() {
+            // Full segments first, as many as `cut` would let go one after another: each
+            // is built, and they are recorded and counted once (at most one unit's worth
+            // at a time, so the queue needs at most one new entry for them).
+            let mss = self.snd.mss_now();
+            let room = (out.capacity() - out.len()) as u32;
+            let queue = self
+                .snd
+                .rec
+                .as_ref()
+                .map_or(0, |r| r.queue().run_room(mss, now));
+            let mut k = self
+                .snd
+                .full_run((max - segs).min(room).min(queue))
+                .min((MAX_UNIT_BYTES / mss.max(1)).max(1));
+            if k > 0 && fin_pending && self.snd.nxt + (k * mss) as usize == self.snd.end {
+                // The last would carry our FIN: the one-segment path builds that one.
+                k -= 1;
+            }
+            if k > 1 {
+                let seq = self.snd.nxt;
+                let mut built = 0;
+                while built < k {
+                    f.seq = seq + (built * mss) as usize;
+                    let Some(b) = self.data_frame(pool, &f, &[], mss, offload) else {
+                        break;
+                    };
+                    out.push(b);
+                    built += 1;
+                }
+                if built == 0 {
+                    break;
+                }
+                if let Some(r) = self.snd.rec.as_mut() {
+                    let _ = r.on_send_run(seq, mss, built, now);
+                }
+                self.snd.sent(built * mss);
+                bytes += built * mss;
+                segs += built;
+                if built < k {
+                    // The pool ran dry.
+                    break;
+                }
+                continue;
+            }
             let Ok(n) = self.snd.cut(fin_pending) else {
                 break;
             };

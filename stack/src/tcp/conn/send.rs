@@ -623,6 +623,30 @@ impl<B: PacketBuf> Snd<B> {
         Err(Hold::Sws)
     }
 
+    /// How many full segments [`Snd::cut`] would let go one after another from SND.NXT
+    /// now, each `Ok(mss_now)` (at most `max`): the unsent bytes, the usable window and
+    /// what cwnd leaves over the pipe (which grows by each of them), in whole segments,
+    /// none while the retransmission queue is full. Nagle, the cork and SWS hold only
+    /// segments shorter than the MSS, so they never stop a full one. A send unit builds
+    /// these without asking again for each (`Conn::build_unit_rest`).
+    pub(crate) fn full_run(&self, max: u32) -> u32 {
+        let mss = self.mss_now();
+        if mss == 0 || self.rec.as_ref().is_some_and(|r| r.queue().is_full()) {
+            return 0;
+        }
+        let right = self.una + self.wnd as usize;
+        let usable = if right > self.nxt {
+            (right - self.nxt) as u32
+        } else {
+            0
+        };
+        let room = self
+            .unsent()
+            .min(usable)
+            .min(self.cwnd.saturating_sub(self.pipe()));
+        (room / mss).min(max)
+    }
+
     /// Whether our FIN, after the last queued byte, is inside the peer's window. It
     /// takes a sequence number (RFC 9293 §3.3.1: SEG.LEN counts it), so it is held like
     /// data (Linux `tcp_snd_wnd_test` compares the segment's `end_seq`, FIN included).

@@ -226,6 +226,18 @@ impl Recovery {
         self.q.on_send(seq, len, fin, now)
     }
 
+    /// New data sent as `n` full segments of a send unit: see
+    /// [`RtxQueue::on_send_run`].
+    pub fn on_send_run(
+        &mut self,
+        seq: SeqNumber,
+        len: u32,
+        n: u32,
+        now: Instant,
+    ) -> Result<(), SendRefused> {
+        self.q.on_send_run(seq, len, n, now)
+    }
+
     /// New data sent as one more segment of a send unit: see
     /// [`RtxQueue::on_send_unit`].
     pub fn on_send_unit(

@@ -560,6 +560,115 @@ impl RtxQueue {
         self.on_send(seq, len, fin, now)
     }
 
+    /// The most segments of `len` bytes [`RtxQueue::on_send_run`] takes at `now`: what
+    /// the newest entry and the free slots hold.
+    pub fn run_room(&self, len: u32, now: Instant) -> u32 {
+        let free = self.cap.saturating_sub(self.segs.len());
+        if len != self.smss || len == 0 {
+            return u32::try_from(free).unwrap_or(u32::MAX);
+        }
+        let per_unit = (MAX_UNIT_BYTES / len).max(1);
+        let take = match self.segs.back() {
+            Some(l) if self.joins(l, len, now) => {
+                (MAX_UNIT_BYTES - l.len.min(MAX_UNIT_BYTES)) / len
+            }
+            _ => 0,
+        };
+        u32::try_from(free)
+            .unwrap_or(u32::MAX)
+            .saturating_mul(per_unit)
+            .saturating_add(take)
+    }
+
+    /// Whether segments of `len` bytes sent at `now` may join the entry `l` (the newest).
+    fn joins(&self, l: &SentSeg, len: u32, now: Instant) -> bool {
+        !self.fin_sent
+            && l.first_tx == now
+            && l.last_tx == now
+            && l.retransmits == 0
+            && l.state == SegState::IN_FLIGHT
+            && l.len == u32::from(l.segs).saturating_mul(len)
+    }
+
+    /// `n` full segments of `len` bytes each, from `seq`, sent together at `now`: as `n`
+    /// calls of [`RtxQueue::on_send_unit`] would record them (they join the newest entry
+    /// while it can take them, then go in new entries of at most [`MAX_UNIT_BYTES`]), in
+    /// one pass. `len` must be the SMSS for them to join; any other size records one
+    /// entry per segment, as `on_send` does. Refused, and nothing recorded, when they do
+    /// not fit ([`SendRefused::Full`] when the queue has too few free slots).
+    pub fn on_send_run(
+        &mut self,
+        seq: SeqNumber,
+        len: u32,
+        n: u32,
+        now: Instant,
+    ) -> Result<(), SendRefused> {
+        if n == 0 {
+            return Ok(());
+        }
+        if len != self.smss || len == 0 {
+            // No units of this size: one entry per segment, each checked as it goes in
+            // (the first refusal stops before anything is recorded only for the first).
+            if self.cap - self.segs.len() < n as usize {
+                return Err(SendRefused::Full);
+            }
+            for i in 0..n {
+                self.on_send(seq + (i * len) as usize, len, false, now)?;
+            }
+            return Ok(());
+        }
+        if seq != self.nxt {
+            return Err(SendRefused::NotAtSndNxt);
+        }
+        if self.fin_sent {
+            return Err(SendRefused::AfterFin);
+        }
+        let total = len as usize * n as usize;
+        if self.outstanding() + total > MAX_OUTSTANDING {
+            return Err(SendRefused::BeyondMaxWindow);
+        }
+        let per_unit = (MAX_UNIT_BYTES / len).max(1);
+        // How many the newest entry takes, and how many new entries the rest needs.
+        let take = match self.segs.back() {
+            Some(l) if self.joins(l, len, now) => {
+                ((MAX_UNIT_BYTES - l.len.min(MAX_UNIT_BYTES)) / len).min(n)
+            }
+            _ => 0,
+        };
+        let entries = (n - take).div_ceil(per_unit) as usize;
+        if self.cap - self.segs.len() < entries {
+            return Err(SendRefused::Full);
+        }
+        if take > 0 {
+            if let Some(l) = self.segs.back_mut() {
+                l.len += take * len;
+                // `take` is at most MAX_UNIT_BYTES / len segments.
+                l.segs = l.segs.saturating_add(take as u16);
+            }
+        }
+        let mut at = seq + (take * len) as usize;
+        let mut left = n - take;
+        while left > 0 {
+            let k = left.min(per_unit);
+            self.segs.push_back(SentSeg {
+                seq: at,
+                len: k * len,
+                fin: false,
+                first_tx: now,
+                last_tx: now,
+                retransmits: 0,
+                segs: k as u16,
+                state: SegState::IN_FLIGHT,
+            });
+            at += (k * len) as usize;
+            left -= k;
+        }
+        // Only in flight: the one counter new data is in grows.
+        self.in_flight += total;
+        self.nxt = seq + total;
+        Ok(())
+    }
+
     /// Records the retransmission at `now` of the segment starting at `seq` (split first
     /// with [`RtxQueue::split`] to retransmit part of it). Returns its index.
     pub fn on_retransmit(&mut self, seq: SeqNumber, now: Instant) -> Result<usize, RtxRefused> {
@@ -1061,6 +1170,54 @@ mod tests {
         q.mark_sacked(2);
         q.on_send_unit(q.nxt(), 1000, false, t(1)).unwrap();
         assert_eq!(q.len(), 4);
+    }
+
+    /// A run of segments is recorded as the same calls of `on_send_unit` one at a time
+    /// would record it, entries, counts and all.
+    #[test]
+    fn send_run_records_what_single_unit_sends_do() {
+        for (first, n) in [
+            (0u32, 1u32),
+            (0, 3),
+            (0, 40),
+            (0, 200),
+            (1, 5),
+            (2, 70),
+            (3, 1),
+        ] {
+            let mut a = RtxQueue::new(64, SeqNumber(7));
+            let mut b = RtxQueue::new(64, SeqNumber(7));
+            for q in [&mut a, &mut b] {
+                q.set_smss(1448);
+                // What came before in the same instant: full segments, a short one, or a
+                // segment of an earlier instant.
+                match first {
+                    1 => q.on_send_unit(q.nxt(), 1448, false, t(1)).unwrap(),
+                    2 => q.on_send_unit(q.nxt(), 1448, false, t(0)).unwrap(),
+                    3 => q.on_send_unit(q.nxt(), 100, false, t(1)).unwrap(),
+                    _ => {}
+                }
+            }
+            for _ in 0..n {
+                a.on_send_unit(a.nxt(), 1448, false, t(1)).unwrap();
+            }
+            b.on_send_run(b.nxt(), 1448, n, t(1)).unwrap();
+            assert_eq!(
+                a.iter().copied().collect::<Vec<_>>(),
+                b.iter().copied().collect::<Vec<_>>(),
+                "{first} {n}"
+            );
+            assert_eq!((a.nxt(), a.in_flight()), (b.nxt(), b.in_flight()));
+        }
+        // Too few free slots: refused, nothing recorded.
+        let mut q = RtxQueue::new(2, SeqNumber(0));
+        q.set_smss(1000);
+        q.on_send_unit(q.nxt(), 500, false, t(1)).unwrap();
+        assert_eq!(
+            q.on_send_run(q.nxt(), 1000, 200, t(1)),
+            Err(SendRefused::Full)
+        );
+        assert_eq!((q.len(), q.nxt()), (1, SeqNumber(500)));
     }
 
     /// The piece count without a division equals the division's for every length and
