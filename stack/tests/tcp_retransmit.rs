@@ -587,3 +587,66 @@ fn send_unit_frames_equal_a_segment_at_a_time_and_split_where_acks_land_tcp_frag
     let info = h.tcp.info(id).expect("conn");
     assert_eq!((info.snd_queued, info.rtx_entries), (0, 0));
 }
+
+/// A send unit sends what a segment at a time sends, frame for frame, whatever limits a
+/// unit mid-way: writes ending inside segments (PSH), a peer window of a few segments, the
+/// congestion window, our FIN after the last write, over several rounds of ACKs.
+#[test]
+fn send_units_build_the_frames_a_segment_at_a_time_builds_when_windows_cut_them() {
+    let run = |quota: u32, window: u16, fin: bool| {
+        let c = TcpConfig {
+            tx_quota: quota,
+            ..cfg()
+        };
+        let (mut h, id) = established_cfg(c, SynOpts::all());
+        h.window = window;
+        h.ack_to(h.our_nxt);
+        let _ = h.tx_payload();
+        let mut at = 0;
+        for len in [3000, 1448 * 7, 10, 40_000, 5000] {
+            assert_eq!(send(&mut h, id, &bytes(at, len)), len);
+            at += len;
+        }
+        if fin {
+            h.tcp.shutdown(h.now, id).expect("shutdown");
+        }
+        let mut frames = Vec::new();
+        for _ in 0..40 {
+            let out = h.tx_payload();
+            if let Some(top) = out
+                .iter()
+                .map(|(m, p)| m.seq + p.len() + usize::from(m.flags.contains(TcpFlags::FIN)))
+                .max_by(|a, b| (*a - h.our_nxt).cmp(&(*b - h.our_nxt)))
+            {
+                h.advance(ms(1));
+                h.ack_to(top);
+            } else {
+                h.advance(ms(50));
+            }
+            frames.extend(out);
+        }
+        frames
+    };
+    for (window, fin) in [(1024, false), (1024, true), (23, false), (40, true)] {
+        let one = run(1, window, fin);
+        assert!(one.len() > 40, "window {window}: {} frames", one.len());
+        let sent: usize = one.iter().map(|(_, p)| p.len()).sum();
+        assert_eq!(
+            sent,
+            3000 + 1448 * 7 + 10 + 40_000 + 5000,
+            "every byte, once"
+        );
+        assert_eq!(
+            one.iter().any(|(m, _)| m.flags.contains(TcpFlags::FIN)),
+            fin,
+            "our FIN after the data"
+        );
+        for quota in [16, 64] {
+            assert_eq!(
+                run(quota, window, fin),
+                one,
+                "quota {quota}, window {window}, fin {fin}"
+            );
+        }
+    }
+}
