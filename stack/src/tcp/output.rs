@@ -435,17 +435,19 @@ impl<B: PacketBuf> Conn<B> {
 
     /// The rest of a send unit (Linux `tcp_write_xmit` sending one TSO skb of several
     /// segments, which the NIC or GSO cuts): after the first new-data segment of a turn,
-    /// up to `max` more segments of new data, each cut by [`Snd::cut`](super::conn::Snd)
-    /// as a segment of its own would be (window, cwnd, Nagle, SWS), while `out` has room.
-    /// What the first segment decided holds for the others and is not decided again: the
-    /// ACK number, window and TSecr it carried (nothing was received since, so a frame
-    /// built now would carry the same), the owed ACK it settled (so these carry no SACK
-    /// blocks, as the one-segment path would not), and its TSval. Each segment joins the
-    /// retransmission queue's unit entry ([`RtxQueue::on_send_unit`]); the timers are
-    /// re-armed once, for the whole unit, as `data_sent` would after its last segment.
-    /// A segment that would carry our FIN is left to the one-segment path. Returns the
-    /// bytes and segments added.
+    /// up to `max` more segments of new data while `out` has room, exactly those
+    /// [`Snd::cut`](super::conn::Snd) would let go one after another (window, cwnd,
+    /// Nagle, SWS): the full segments it would allow are counted at once
+    /// (`Snd::full_run`) and recorded at once ([`RtxQueue::on_send_run`]), a shorter one
+    /// goes through `cut` itself ([`RtxQueue::on_send_unit`]). What the first segment
+    /// decided holds for the others and is not decided again: the ACK number, window and
+    /// TSecr it carried (nothing was received since, so a frame built now would carry the
+    /// same), the owed ACK it settled (so these carry no SACK blocks, as the one-segment
+    /// path would not), and its TSval. The timers are re-armed once, for the whole unit,
+    /// as `data_sent` would after its last segment. A segment that would carry our FIN is
+    /// left to the one-segment path. Returns the bytes and segments added.
     ///
+    /// [`RtxQueue::on_send_run`]: crate::tcp::recovery::RtxQueue::on_send_run
     /// [`RtxQueue::on_send_unit`]: crate::tcp::recovery::RtxQueue::on_send_unit
     #[allow(clippy::too_many_arguments)]
     fn build_unit_rest<P: BufPool<Buf = B>>(
