@@ -238,6 +238,12 @@ impl<B: PacketBuf> Pipeline<B> {
         &mut self.tcp
     }
 
+    /// The TCP stage's counters, without the snapshot of every stage [`Pipeline::stats`]
+    /// takes.
+    pub fn tcp_stats(&self) -> &crate::tcp::TcpStats {
+        self.tcp.stats()
+    }
+
     /// Fires what is due at `now`: GRO runs whose hold time is up, then TCP's timers.
     #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {

@@ -58,8 +58,12 @@
 //! generator's data phase: the receiver snapshots its counters when the first data
 //! segment has left and when the data phase ends ([`driver::RunOpts::phase`]), so the
 //! handshakes and closes (four frames per flow, at 65,536 flows a large share of a short
-//! run's cost) are left out; the JSON also gives the whole run's figure. Rates are over the
-//! generator's data phase (first to last data segment). The stack
+//! run's cost) are left out; the JSON also gives the whole run's figure. The generator's
+//! cycles per segment are its own data phase's in the same way (busy cycles and segments
+//! between the checks that see the first data segment sent and the close begin,
+//! [`driver::GenReport::data_phase`]; `generator_cycles_per_segment_whole_run` in the JSON
+//! is the whole run's). Rates are over the generator's data phase (first to last data
+//! segment). The stack
 //! sender opens every flow before any writes and its duration counts from then
 //! ([`GenConfig::open_first`]): at 65,536 flows the handshakes take seconds, and the data
 //! phase has every flow at once.
@@ -257,7 +261,12 @@ struct Sample {
     seg_per_unit: f64,
     seg_per_ack: f64,
     busy_fraction: f64,
+    /// Generator cycles per data segment in its data phase
+    /// ([`crate::gen::driver::GenReport::data_phase`]; the whole run's when it had none).
     gen_cycles_per_seg: f64,
+    /// Generator cycles per data segment over the whole run (every flow's handshake and
+    /// close included).
+    gen_cycles_per_seg_whole_run: f64,
     retransmits: u64,
     /// GRO bypasses begun ([`stack::gro::GroStats::bypasses`]).
     gro_bypasses: u64,
@@ -724,7 +733,11 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         seg_per_unit: s.segments_per_unit(),
         seg_per_ack: s.segments_per_ack(),
         busy_fraction: ratio(s.lp.busy_iterations as f64, s.lp.iterations as f64),
-        gen_cycles_per_seg: ratio(g.busy_cycles as f64, g.stats.segments as f64),
+        gen_cycles_per_seg: g.data_phase.map_or(
+            ratio(g.busy_cycles as f64, g.stats.segments as f64),
+            |(c, n)| ratio(c as f64, n as f64),
+        ),
+        gen_cycles_per_seg_whole_run: ratio(g.busy_cycles as f64, g.stats.segments as f64),
         retransmits: g.stats.retransmits,
         gro_bypasses: gro.bypasses,
         gro_segments_in: gro.segments_in,
@@ -903,6 +916,7 @@ pub fn run(o: &Options) -> Result<()> {
                        "segments_per_ack": m(v, |s| s.seg_per_ack),
                        "receiver_busy_fraction": m(v, |s| s.busy_fraction),
                        "generator_cycles_per_segment": m(v, |s| s.gen_cycles_per_seg),
+                       "generator_cycles_per_segment_whole_run": m(v, |s| s.gen_cycles_per_seg_whole_run),
                        "gro_bypasses": m(v, |s| s.gro_bypasses as f64),
                        "gro_segments_in": m(v, |s| s.gro_segments_in as f64),
                        "generator_segments": m(v, |s| s.generator_segments as f64),

@@ -144,6 +144,11 @@ pub struct GenReport {
     pub unsent: u64,
     /// TSC cycles spent in iterations that did something.
     pub busy_cycles: u64,
+    /// Busy cycles and data segments of the data phase alone, from the check that saw
+    /// the first data segment sent to the one that saw the close begin (every 256
+    /// iterations): the handshakes of every flow and the closes are left out, as the
+    /// receiver's figure leaves them out. `None` when the run never reached data.
+    pub data_phase: Option<(u64, u64)>,
     /// Stamped buffers found damaged by the pool's sampled check ([`GenPool::damaged`]).
     pub stamps_damaged: u64,
 }
@@ -202,6 +207,8 @@ pub trait Engine {
     fn stop_writing(&mut self, now: Instant);
     /// From the first to the last data segment.
     fn data_span(&self) -> Option<(Instant, Instant)>;
+    /// Data segments sent so far, retransmissions included (`GenStats::segments`).
+    fn segments(&self) -> u64;
     /// The counters and the windows at the end (`pool`: its payload counters).
     fn finish(&mut self, pool: &GenPool) -> (GenStats, CwndSummary);
 }
@@ -247,6 +254,9 @@ impl Engine for Sender {
     fn data_span(&self) -> Option<(Instant, Instant)> {
         Sender::data_span(self)
     }
+    fn segments(&self) -> u64 {
+        self.stats().segments
+    }
     fn finish(&mut self, _pool: &GenPool) -> (GenStats, CwndSummary) {
         (self.stats().clone(), self.cwnd_summary())
     }
@@ -278,6 +288,9 @@ impl Engine for Gen<Mbuf> {
     }
     fn data_span(&self) -> Option<(Instant, Instant)> {
         Gen::data_span(self)
+    }
+    fn segments(&self) -> u64 {
+        Gen::segments(self)
     }
     fn finish(&mut self, pool: &GenPool) -> (GenStats, CwndSummary) {
         let mut stats = self.stats();
@@ -364,6 +377,8 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
     let mut finished = false;
     let mut now;
     let mut span = BusySpan::default();
+    let mut phase = PHASE_SETUP;
+    let (mut data_from, mut data_to) = (None, None);
     loop {
         let t0 = Clock::cycles();
         busy_cycles += span.close(t0);
@@ -378,14 +393,25 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         }
         iter += 1;
         if iter % 256 == 0 {
+            let p = if engine.closing() {
+                PHASE_CLOSING
+            } else if engine.data_span().is_some() {
+                PHASE_DATA
+            } else {
+                PHASE_SETUP
+            };
+            if p > phase {
+                // The data phase's own cycles and segments (one iteration's accuracy).
+                let at = (busy_cycles, engine.segments());
+                if phase < PHASE_DATA {
+                    data_from = Some(at);
+                }
+                if p == PHASE_CLOSING {
+                    data_to = Some(at);
+                }
+                phase = p;
+            }
             if let Some(ph) = opts.phase {
-                let p = if engine.closing() {
-                    PHASE_CLOSING
-                } else if engine.data_span().is_some() {
-                    PHASE_DATA
-                } else {
-                    PHASE_SETUP
-                };
                 if p > ph.load(Ordering::Relaxed) {
                     ph.store(p, Ordering::Release);
                 }
@@ -427,6 +453,9 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
     let data_ns = engine
         .data_span()
         .map_or(0, |(a, b)| b.saturating_since(a).as_nanos());
+    let data_to = data_to.unwrap_or((busy_cycles, engine.segments()));
+    let data_phase =
+        data_from.map(|(c, n)| (data_to.0.saturating_sub(c), data_to.1.saturating_sub(n)));
     let (stats, cwnd) = engine.finish(&io.pool);
     GenReport {
         stats,
@@ -436,6 +465,7 @@ pub fn run<E: Engine>(engine: &mut E, io: &mut GenIo, mut opts: RunOpts<'_, E>) 
         finished,
         unsent,
         busy_cycles,
+        data_phase,
         stamps_damaged: io.pool.damaged(),
     }
 }

@@ -421,6 +421,18 @@ impl<B: PacketBuf> Gen<B> {
         self.gaps.clear();
     }
 
+    /// Data segments sent so far, retransmissions included ([`GenStats::segments`]),
+    /// without merging every counter as [`Gen::stats`] does.
+    pub fn segments(&self) -> u64 {
+        self.pipes
+            .iter()
+            .map(|p| {
+                let t = p.tcp_stats();
+                t.data_segments_sent + t.retransmits
+            })
+            .sum()
+    }
+
     /// The counters, the stack's and the generator's own together.
     pub fn stats(&self) -> GenStats {
         let mut s = self.pipes[0].stats();
@@ -857,8 +869,8 @@ impl<B: PacketBuf> Gen<B> {
             let f = self.flows[i as usize];
             let acked = f.phase != Phase::Open
                 || f.id
-                    .and_then(|id| self.tcp_of(i).info(id))
-                    .is_none_or(|c| c.snd_queued == 0);
+                    .and_then(|id| self.tcp_of(i).send_state(id))
+                    .is_none_or(|(_, queued)| queued == 0);
             if acked {
                 self.acking.swap_remove(k);
                 let f = &mut self.flows[i as usize];
@@ -874,7 +886,9 @@ impl<B: PacketBuf> Gen<B> {
         while k < self.closing.len() {
             let i = self.closing[k];
             let f = self.flows[i as usize];
-            let state = f.id.and_then(|id| self.tcp_of(i).info(id)).map(|c| c.state);
+            let state =
+                f.id.and_then(|id| self.tcp_of(i).send_state(id))
+                    .map(|(state, _)| state);
             let done = f.phase == Phase::Done;
             // TIME-WAIT: both FINs acknowledged; the stack keeps the 4-tuple for 2 MSL.
             if done || matches!(state, Some(State::TimeWait | State::Closed) | None) {

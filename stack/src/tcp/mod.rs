@@ -411,6 +411,14 @@ impl<B: PacketBuf> Tcp<B> {
             .map_or(0, |c| c.snd.room_within(budget) as usize)
     }
 
+    /// The connection's state and the bytes in its send buffer (unacknowledged plus
+    /// unsent), without building a whole [`ConnInfo`]: for an application that polls
+    /// many connections for the end of their data or their close (weir-gen's waiting
+    /// flows). `None` for an unknown connection.
+    pub fn send_state(&self, id: ConnId) -> Option<(State, u32)> {
+        self.conn(id).map(|c| (c.state, c.snd.queued()))
+    }
+
     /// The send side's windows in bytes, `(cwnd, SND.WND, unsent)`, without building a
     /// whole [`ConnInfo`]: for an application that watches its ramp (weir-gen's time to
     /// full rate) on every iteration. `None` for an unknown connection.
