@@ -347,26 +347,9 @@ impl Mbuf {
     /// The NIC's RX checksum verdicts. DPDK's "NONE" status (checksum field not filled
     /// in but the data verified, e.g. virtio/tap carrying a local sender's
     /// CHECKSUM_PARTIAL packet) counts as good.
+    #[inline]
     pub fn rx_checksum(&self) -> RxChecksum {
-        let f = self.m().ol_flags;
-        let status = |mask: u32, good: u32, bad: u32| match f & u64::from(mask) {
-            v if v == u64::from(mask) => ChecksumStatus::Good, // *_CKSUM_NONE
-            v if v == u64::from(good) => ChecksumStatus::Good,
-            v if v == u64::from(bad) => ChecksumStatus::Bad,
-            _ => ChecksumStatus::Unknown,
-        };
-        RxChecksum {
-            ip: status(
-                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK,
-                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD,
-                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD,
-            ),
-            l4: status(
-                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK,
-                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
-                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
-            ),
-        }
+        rx_checksum_of(self.m().ol_flags)
     }
 
     /// Makes the offload flags what a NIC's receive path leaves in a fresh mbuf: only the
@@ -574,6 +557,42 @@ impl PacketBuf for Mbuf {
         true
     }
 }
+
+/// The RX checksum verdicts offload flags `f` carry ([`Mbuf::rx_checksum`]). Each
+/// status is two bits, "good" and "bad", both set for "NONE" (counted as good), so
+/// "good" is its bit alone: a caller that wants both checksums good (the fast parser, the
+/// GRO template) is left with one test of two bits, not a decode of each status.
+#[inline(always)]
+fn rx_checksum_of(f: u64) -> RxChecksum {
+    let status = |good: u32, bad: u32| {
+        if f & u64::from(good) != 0 {
+            ChecksumStatus::Good // GOOD, or NONE (GOOD | BAD)
+        } else if f & u64::from(bad) != 0 {
+            ChecksumStatus::Bad
+        } else {
+            ChecksumStatus::Unknown
+        }
+    };
+    RxChecksum {
+        ip: status(
+            dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+            dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD,
+        ),
+        l4: status(
+            dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+            dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
+        ),
+    }
+}
+
+const _: () = assert!(
+    dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_NONE
+        == dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD | dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD
+        && dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK == dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_NONE
+        && dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_NONE
+            == dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD | dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD
+        && dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK == dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_NONE
+);
 
 /// Iterator over the segments of an mbuf chain ([`Mbuf::segments`]).
 #[derive(Debug)]
@@ -888,6 +907,34 @@ mod tests {
         let udp6 = PacketType(dpdk_sys::RTE_PTYPE_L3_IPV6_EXT | dpdk_sys::RTE_PTYPE_L4_UDP);
         assert!(udp6.is_ipv6() && udp6.is_udp() && !udp6.is_tcp());
         assert_eq!(PacketType::default().raw(), 0);
+    }
+
+    /// `rx_checksum_of` reads each status as DPDK defines it, whatever the other bits: GOOD
+    /// and NONE good, BAD bad, UNKNOWN unknown.
+    #[test]
+    fn rx_checksum_statuses_decode_as_dpdk_defines_them() {
+        use dpdk_sys::*;
+        let ip = [
+            (RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, ChecksumStatus::Unknown),
+            (RTE_MBUF_F_RX_IP_CKSUM_BAD, ChecksumStatus::Bad),
+            (RTE_MBUF_F_RX_IP_CKSUM_GOOD, ChecksumStatus::Good),
+            (RTE_MBUF_F_RX_IP_CKSUM_NONE, ChecksumStatus::Good),
+        ];
+        let l4 = [
+            (RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, ChecksumStatus::Unknown),
+            (RTE_MBUF_F_RX_L4_CKSUM_BAD, ChecksumStatus::Bad),
+            (RTE_MBUF_F_RX_L4_CKSUM_GOOD, ChecksumStatus::Good),
+            (RTE_MBUF_F_RX_L4_CKSUM_NONE, ChecksumStatus::Good),
+        ];
+        let mask = u64::from(RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK);
+        for other in [0, !mask, 0x5555_5555_5555_5555 & !mask] {
+            for (i, want_ip) in ip {
+                for (l, want_l4) in l4 {
+                    let got = rx_checksum_of(other | u64::from(i) | u64::from(l));
+                    assert_eq!((got.ip, got.l4), (want_ip, want_l4), "{i:#x} {l:#x}");
+                }
+            }
+        }
     }
 
     /// `reset_fresh` leaves every byte of an mbuf as `rte_pktmbuf_reset` does, from any
