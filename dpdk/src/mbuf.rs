@@ -15,7 +15,7 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use stack::buf::{ChecksumStatus, PacketBuf, RxChecksum, TxChecksumOffload};
+use stack::buf::{ChecksumStatus, PacketBuf, PayloadSlice, RxChecksum, TxChecksumOffload};
 use stack::wire::checksum;
 
 /// An owned packet buffer; the chain it heads is freed on drop.
@@ -347,26 +347,9 @@ impl Mbuf {
     /// The NIC's RX checksum verdicts. DPDK's "NONE" status (checksum field not filled
     /// in but the data verified, e.g. virtio/tap carrying a local sender's
     /// CHECKSUM_PARTIAL packet) counts as good.
+    #[inline]
     pub fn rx_checksum(&self) -> RxChecksum {
-        let f = self.m().ol_flags;
-        let status = |mask: u32, good: u32, bad: u32| match f & u64::from(mask) {
-            v if v == u64::from(mask) => ChecksumStatus::Good, // *_CKSUM_NONE
-            v if v == u64::from(good) => ChecksumStatus::Good,
-            v if v == u64::from(bad) => ChecksumStatus::Bad,
-            _ => ChecksumStatus::Unknown,
-        };
-        RxChecksum {
-            ip: status(
-                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK,
-                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD,
-                dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD,
-            ),
-            l4: status(
-                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK,
-                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
-                dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
-            ),
-        }
+        rx_checksum_of(self.m().ol_flags)
     }
 
     /// Makes the offload flags what a NIC's receive path leaves in a fresh mbuf: only the
@@ -461,25 +444,42 @@ impl PacketBuf for Mbuf {
     fn data(&self) -> &[u8] {
         Mbuf::data(self)
     }
-    /// One `rte_pktmbuf_free_bulk` per 64 mbufs (GRO and TCP free a unit's leftovers
-    /// this way) instead of one `rte_pktmbuf_free` call each.
+    /// Frees a batch without a call per mbuf ([`free_raw_bulk`]).
+    #[inline]
     fn free_bulk(bufs: impl Iterator<Item = Self>) {
-        // Not a zeroed array: clearing 512 bytes per call cost more than it saved.
-        let mut raw = arrayvec::ArrayVec::<*mut dpdk_sys::rte_mbuf, 64>::new();
-        let free = |raw: &mut arrayvec::ArrayVec<*mut dpdk_sys::rte_mbuf, 64>| {
-            // SAFETY: every pointer is an owned, valid mbuf taken out of its `Mbuf` with
-            // `into_raw`, so nothing else frees it; rte_pktmbuf_free_bulk frees each chain.
-            unsafe { dpdk_sys::rte_pktmbuf_free_bulk(raw.as_mut_ptr(), raw.len() as u32) };
-            raw.clear();
-        };
-        for m in bufs {
-            if raw.is_full() {
-                free(&mut raw);
-            }
-            raw.push(m.into_raw().as_ptr());
+        // SAFETY: `into_raw` hands over each chain the Mbuf owned: nothing else frees it,
+        // and nothing uses it afterwards.
+        unsafe { free_raw_bulk(bufs.map(|m| m.into_raw().as_ptr())) };
+    }
+    /// [`free_raw_bulk`] reading the array in place. GRO and TCP free what they gather
+    /// this way. Out of line, taking the array by reference: passed an iterator over it
+    /// instead, the function read back whole the iterator its caller had just built on
+    /// the stack, a store forwarding stall that took a quarter of the free's samples
+    /// (`perf record`, `weir-bench gro`, `train`).
+    #[inline(never)]
+    fn free_batch<const N: usize>(bufs: &mut arrayvec::ArrayVec<Self, N>) {
+        let n = bufs.len();
+        let first = bufs.as_ptr().cast::<*mut dpdk_sys::rte_mbuf>();
+        // SAFETY: Mbuf is repr(transparent) over a non-null mbuf pointer, so the first n
+        // elements are n owned mbuf pointers, each read once; set_len(0) first, so the
+        // ArrayVec no longer owns what is freed (nothing is freed twice).
+        unsafe {
+            bufs.set_len(0);
+            free_raw_bulk((0..n).map(|i| *first.add(i)));
         }
-        if !raw.is_empty() {
-            free(&mut raw);
+    }
+    /// [`PacketBuf::free_batch`] for the buffers of payload slices (a unit GRO frees at
+    /// once).
+    #[inline(never)]
+    fn free_slices<const N: usize>(slices: &mut arrayvec::ArrayVec<PayloadSlice<Self>, N>) {
+        let n = slices.len();
+        let first = slices.as_ptr();
+        // SAFETY: the first n elements are initialised slices, each owning its mbuf; each
+        // buffer's pointer is read once, and set_len(0) first, so the ArrayVec no longer
+        // owns what is freed (nothing is freed twice; offsets and lengths need no drop).
+        unsafe {
+            slices.set_len(0);
+            free_raw_bulk((0..n).map(|i| (*first.add(i)).buf.as_ptr()));
         }
     }
     /// The `rte_mbuf`'s first cache line (data address, lengths, flags).
@@ -558,6 +558,42 @@ impl PacketBuf for Mbuf {
     }
 }
 
+/// The RX checksum verdicts offload flags `f` carry ([`Mbuf::rx_checksum`]). Each
+/// status is two bits, "good" and "bad", both set for "NONE" (counted as good), so
+/// "good" is its bit alone: a caller that wants both checksums good (the fast parser, the
+/// GRO template) is left with one test of two bits, not a decode of each status.
+#[inline(always)]
+fn rx_checksum_of(f: u64) -> RxChecksum {
+    let status = |good: u32, bad: u32| {
+        if f & u64::from(good) != 0 {
+            ChecksumStatus::Good // GOOD, or NONE (GOOD | BAD)
+        } else if f & u64::from(bad) != 0 {
+            ChecksumStatus::Bad
+        } else {
+            ChecksumStatus::Unknown
+        }
+    };
+    RxChecksum {
+        ip: status(
+            dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+            dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD,
+        ),
+        l4: status(
+            dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+            dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD,
+        ),
+    }
+}
+
+const _: () = assert!(
+    dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_NONE
+        == dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD | dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_BAD
+        && dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_MASK == dpdk_sys::RTE_MBUF_F_RX_IP_CKSUM_NONE
+        && dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_NONE
+            == dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_GOOD | dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_BAD
+        && dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_MASK == dpdk_sys::RTE_MBUF_F_RX_L4_CKSUM_NONE
+);
+
 /// Iterator over the segments of an mbuf chain ([`Mbuf::segments`]).
 #[derive(Debug)]
 pub struct Segments<'a> {
@@ -581,6 +617,110 @@ impl<'a> Iterator for Segments<'a> {
             ))
         }
     }
+}
+
+/// Frees every mbuf `ms` yields (each the head of its chain, owned: taken out of its
+/// [`Mbuf`] with [`Mbuf::into_raw`]), what `rte_pktmbuf_free_bulk` does, with its common
+/// case inline.
+///
+/// A plain mbuf (direct, neither indirect nor with an external buffer; one segment;
+/// `refcnt` 1, so nothing else references it) is what `rte_pktmbuf_prefree_seg` leaves
+/// as it is: it is already in the state its pool keeps free mbufs in. Such mbufs go back
+/// with `rte_mempool_put_bulk`, one call per run of one pool (at most 64), as
+/// `rte_pktmbuf_free_bulk` puts them back. Everything else (a chain, a clone, a shared
+/// or external-buffer mbuf) is gathered and handed to `rte_pktmbuf_free_bulk` itself.
+///
+/// Why: `rte_pktmbuf_free_bulk` is out of line in DPDK's library and took 41
+/// instructions per one-segment mbuf under callgrind, and the pointers had to be copied
+/// into an array for it first (12 more); GRO frees one mbuf per segment.
+///
+/// # Safety
+/// Every pointer is a valid mbuf heading its chain, owned by the caller and not used
+/// after the call.
+#[inline(always)]
+unsafe fn free_raw_bulk(ms: impl Iterator<Item = *mut dpdk_sys::rte_mbuf>) {
+    const FOREIGN: u64 = dpdk_sys::RTE_MBUF_F_INDIRECT | dpdk_sys::RTE_MBUF_F_EXTERNAL;
+    // Not zeroed arrays: clearing 512 bytes per call cost more than it saved. The counts
+    // are plain locals, and the calls out of line taking them by value, so that they stay
+    // in registers across the loop.
+    let mut plain = [const { std::mem::MaybeUninit::<*mut std::ffi::c_void>::uninit() }; FREE_N];
+    let mut n = 0;
+    let mut pool: *mut dpdk_sys::rte_mempool = std::ptr::null_mut();
+    let mut other = [const { std::mem::MaybeUninit::<*mut dpdk_sys::rte_mbuf>::uninit() }; FREE_N];
+    let mut n_other = 0;
+    for m in ms {
+        // SAFETY: `m` is a valid mbuf the caller hands over (the function's contract); its
+        // reference count is read atomically, as `rte_mbuf_refcnt_read` does (another
+        // holder may change it), the fields read besides are ours alone.
+        let (is_plain, p) = unsafe {
+            let r = &*m;
+            let refcnt = std::sync::atomic::AtomicU16::from_ptr(&raw mut (*m).refcnt)
+                .load(std::sync::atomic::Ordering::Relaxed);
+            (
+                refcnt == 1 && r.nb_segs == 1 && r.next.is_null() && r.ol_flags & FOREIGN == 0,
+                r.pool,
+            )
+        };
+        if !is_plain {
+            if n_other == FREE_N {
+                // SAFETY: other[..n_other] are owned chain heads, written below.
+                unsafe { free_other(other.as_mut_ptr().cast(), n_other) };
+                n_other = 0;
+            }
+            other[n_other].write(m);
+            n_other += 1;
+            continue;
+        }
+        if n == FREE_N || (p != pool && n != 0) {
+            // SAFETY: plain[..n] are plain mbufs of `pool`, written below.
+            unsafe { put_plain(pool, plain.as_ptr().cast(), n) };
+            n = 0;
+        }
+        pool = p;
+        plain[n].write(m.cast());
+        n += 1;
+    }
+    if n != 0 {
+        // SAFETY: as in the loop.
+        unsafe { put_plain(pool, plain.as_ptr().cast(), n) };
+    }
+    if n_other != 0 {
+        // SAFETY: as in the loop.
+        unsafe { free_other(other.as_mut_ptr().cast(), n_other) };
+    }
+}
+
+/// Mbufs [`free_raw_bulk`] gathers before a call (DPDK's `rte_pktmbuf_free_bulk` gathers
+/// as many: `RTE_PKTMBUF_FREE_PENDING_SZ`).
+const FREE_N: usize = 64;
+
+/// Puts `n` plain mbufs of `pool` back ([`free_raw_bulk`]).
+///
+/// # Safety
+/// `objs[..n]` are plain mbufs of `pool` (direct, one segment, no next, refcnt 1: the
+/// state a pool keeps free mbufs in) handed over by their owner and not used afterwards.
+#[inline(never)]
+unsafe fn put_plain(
+    pool: *mut dpdk_sys::rte_mempool,
+    objs: *const *mut std::ffi::c_void,
+    n: usize,
+) {
+    // SAFETY: the function's contract; nothing references the mbufs any more, and each
+    // goes back once.
+    unsafe { dpdk_sys::rte_mempool_put_bulk(pool, objs, n as u32) };
+}
+
+/// Frees what [`free_raw_bulk`] does not put back itself, with `rte_pktmbuf_free_bulk`
+/// (chains, references and all). Not marked cold: DPDK's `rte_gro` hands on chains,
+/// which `weir-bench gro` frees through here.
+///
+/// # Safety
+/// `ms[..n]` are valid mbuf chain heads handed over by their owner and not used
+/// afterwards.
+#[inline(never)]
+unsafe fn free_other(ms: *mut *mut dpdk_sys::rte_mbuf, n: usize) {
+    // SAFETY: the function's contract; each chain is freed once.
+    unsafe { dpdk_sys::rte_pktmbuf_free_bulk(ms, n as u32) };
 }
 
 /// `rte_pktmbuf_reset` for an mbuf just taken from its pool, writing its second line
@@ -767,6 +907,34 @@ mod tests {
         let udp6 = PacketType(dpdk_sys::RTE_PTYPE_L3_IPV6_EXT | dpdk_sys::RTE_PTYPE_L4_UDP);
         assert!(udp6.is_ipv6() && udp6.is_udp() && !udp6.is_tcp());
         assert_eq!(PacketType::default().raw(), 0);
+    }
+
+    /// `rx_checksum_of` reads each status as DPDK defines it, whatever the other bits: GOOD
+    /// and NONE good, BAD bad, UNKNOWN unknown.
+    #[test]
+    fn rx_checksum_statuses_decode_as_dpdk_defines_them() {
+        use dpdk_sys::*;
+        let ip = [
+            (RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, ChecksumStatus::Unknown),
+            (RTE_MBUF_F_RX_IP_CKSUM_BAD, ChecksumStatus::Bad),
+            (RTE_MBUF_F_RX_IP_CKSUM_GOOD, ChecksumStatus::Good),
+            (RTE_MBUF_F_RX_IP_CKSUM_NONE, ChecksumStatus::Good),
+        ];
+        let l4 = [
+            (RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, ChecksumStatus::Unknown),
+            (RTE_MBUF_F_RX_L4_CKSUM_BAD, ChecksumStatus::Bad),
+            (RTE_MBUF_F_RX_L4_CKSUM_GOOD, ChecksumStatus::Good),
+            (RTE_MBUF_F_RX_L4_CKSUM_NONE, ChecksumStatus::Good),
+        ];
+        let mask = u64::from(RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK);
+        for other in [0, !mask, 0x5555_5555_5555_5555 & !mask] {
+            for (i, want_ip) in ip {
+                for (l, want_l4) in l4 {
+                    let got = rx_checksum_of(other | u64::from(i) | u64::from(l));
+                    assert_eq!((got.ip, got.l4), (want_ip, want_l4), "{i:#x} {l:#x}");
+                }
+            }
+        }
     }
 
     /// `reset_fresh` leaves every byte of an mbuf as `rte_pktmbuf_reset` does, from any

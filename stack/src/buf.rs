@@ -123,13 +123,34 @@ pub trait PacketBuf {
         false
     }
     /// Frees every buffer `bufs` yields. The default drops them one by one; a buffer type
-    /// whose allocator frees a batch more cheaply (DPDK's `rte_pktmbuf_free_bulk`)
+    /// whose allocator frees a batch more cheaply (DPDK's mempools, one put per batch)
     /// overrides it. GRO and TCP free a unit's leftover payload this way.
     fn free_bulk(bufs: impl Iterator<Item = Self>)
     where
         Self: Sized,
     {
         bufs.for_each(drop);
+    }
+
+    /// Frees every buffer in `bufs`, leaving it empty: [`PacketBuf::free_bulk`] of its
+    /// contents, unless the buffer type reads them where they lie (an mbuf: the array is
+    /// its pointers), with no iterator built to pass them on. [`FreeBatch`] frees this way.
+    #[inline]
+    fn free_batch<const N: usize>(bufs: &mut ArrayVec<Self, N>)
+    where
+        Self: Sized,
+    {
+        Self::free_bulk(bufs.drain(..));
+    }
+
+    /// Frees the buffer of every slice in `slices`, leaving it empty, as
+    /// [`PacketBuf::free_batch`] frees a batch. [`PayloadChain::clear`] frees this way.
+    #[inline]
+    fn free_slices<const N: usize>(slices: &mut ArrayVec<PayloadSlice<Self>, N>)
+    where
+        Self: Sized,
+    {
+        Self::free_bulk(slices.drain(..).map(|s| s.buf));
     }
 
     /// Hints that this buffer's own descriptor (its length and data address: DPDK's
@@ -151,8 +172,8 @@ pub trait PacketBuf {
 
     /// Hints that this buffer will be freed soon: the lines its allocator's free reads,
     /// without reading them. The default does nothing; an mbuf fetches both descriptor
-    /// lines (`rte_pktmbuf_free_bulk` reads the reference count and pool in the first,
-    /// the next-segment pointer in the second). GRO calls it on the buffers it gathers
+    /// lines (its free reads the reference count and pool in the first, the
+    /// next-segment pointer in the second). GRO calls it on the buffers it gathers
     /// for one bulk free: a run flushed by its timer has sat long enough for them to
     /// leave L1 (measured at 4,096 flows and a 100 µs window: about 3% per segment;
     /// docs/decisions/prefetches.md).
@@ -241,7 +262,7 @@ impl<B: PacketBuf> PayloadSlice<B> {
     }
 }
 
-/// Buffers done with, gathered and freed together ([`PacketBuf::free_bulk`]) when
+/// Buffers done with, gathered and freed together ([`PacketBuf::free_batch`]) when
 /// [`MAX_CHAIN`] have gathered or when the owner calls [`FreeBatch::free`]: one bulk free
 /// per buffer or two (a unit of one segment, one connection's read) waits for each
 /// descriptor in turn, while a batch's misses overlap (each buffer is asked for with
@@ -285,7 +306,7 @@ impl<B: PacketBuf> FreeBatch<B> {
     #[inline]
     pub(crate) fn free(&mut self) {
         if !self.0.is_empty() {
-            B::free_bulk(self.0.drain(..));
+            B::free_batch(&mut self.0);
         }
     }
 }
@@ -354,12 +375,12 @@ impl<B: PacketBuf> PayloadChain<B> {
         self.len -= bytes;
         self.slices.drain(..k)
     }
-    /// Frees every slice's buffer ([`PacketBuf::free_bulk`]), leaving the chain empty.
+    /// Frees every slice's buffer ([`PacketBuf::free_slices`]), leaving the chain empty.
     #[inline]
     pub fn clear(&mut self) {
         if !self.slices.is_empty() {
             self.len = 0;
-            B::free_bulk(self.slices.drain(..).map(|s| s.buf));
+            B::free_slices(&mut self.slices);
         }
     }
     /// Moves the slices out into a new chain, leaving this one empty. Unlike

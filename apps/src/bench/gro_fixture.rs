@@ -32,12 +32,15 @@
 //!   header words), any frame it gives back to [`stack::wire::parse_into`] and
 //!   [`Gro::handle_segment`], then [`Gro::end_of_burst`] (which with `flush_ns > 0` is
 //!   [`Gro::flush_expired`]); every output [`Segment`] is handed to a consumer that keeps
-//!   nothing, so GRO frees its mbufs (`rte_pktmbuf_free_bulk`, through
-//!   [`PacketBuf::free_bulk`], gathered over the call) as it frees whatever TCP leaves;
+//!   nothing, so GRO frees its mbufs ([`PacketBuf::free_batch`], gathered over the
+//!   call) as it frees whatever TCP leaves;
 //! - `rte_gro` ([`RteGro`]): `rte_gro_reassemble`, then `rte_gro_timeout_flush` with the
 //!   window in TSC cycles (0: flush everything each burst, like weir's `flush_ns = 0`);
 //!   unprocessed and flushed mbufs (chains, when merged) are freed the same way, with
-//!   `rte_pktmbuf_free_bulk`.
+//!   [`PacketBuf::free_batch`]. That puts a one-segment mbuf back into its pool itself
+//!   and hands a chain to `rte_pktmbuf_free_bulk` (`dpdk::mbuf`): walking `rte_gro`'s
+//!   chains the same way, inline, did not make its side faster
+//!   (`docs/decisions/gro-window-zero.md`).
 //!
 //! Output units are counted on both sides (weir: segments emitted; `rte_gro`: packets
 //! flushed or left unprocessed), so segments per unit is input segments over units.
@@ -416,9 +419,9 @@ impl RteGro {
         loop {
             let n = self.ctx.timeout_flush(timeout_cycles, &mut self.out);
             self.units += n as u64;
-            // Handing packets on is freeing them here (chains in full), in one
-            // rte_pktmbuf_free_bulk as weir frees its units' payload.
-            Mbuf::free_bulk(self.out.drain(..));
+            // Handing packets on is freeing them here (chains in full), in one bulk
+            // free as weir frees its units' payload.
+            Mbuf::free_batch(&mut self.out);
             if n < self.out.capacity() {
                 break;
             }
@@ -436,7 +439,7 @@ impl Receiver for RteGro {
         self.ctx.reassemble(burst);
         // Unprocessed packets are passed on as they are.
         self.units += burst.len() as u64;
-        Mbuf::free_bulk(burst.drain(..));
+        Mbuf::free_batch(burst);
         self.flush(self.timeout_cycles);
     }
 
