@@ -120,6 +120,10 @@ build() {
             git -C "$REPO" archive --format=tar "$rev" | tar -x -C "$src"
             touch "$src/.complete"
         fi
+        # `git archive` dates every file at its commit: a tree older than the last build
+        # in $TARGET would look already built to cargo, which decides by modification
+        # time, so the files are dated now.
+        find "$src" -type f -exec touch {} +
         echo "compare-revisions: building weir-bench at $name ($short) in $TARGET ..." >&2
         if ! (cd "$src" && CARGO_TARGET_DIR=$TARGET cargo build --release --quiet -p apps \
             --bin weir-bench) >"$WORK/build-$short.log" 2>&1; then
