@@ -59,8 +59,13 @@ impl Default for Options {
 pub const SEGMENTS: u64 = 2 * 1024;
 
 /// Untimed segments before each measurement (fills the tables: at 4,096 flows every flow
-/// gets several segments first).
+/// gets several segments first; at more flows, two rounds of them).
 const WARMUP: u64 = 16 * 1024;
+
+/// [`WARMUP`], or two segments per flow when that is more.
+fn warmup(flows: u32) -> u64 {
+    WARMUP.max(2 * u64::from(flows))
+}
 
 /// One row of the report: medians for both implementations.
 #[derive(Clone, Copy, Debug)]
@@ -127,6 +132,7 @@ fn measure_scaling(
         }),
         clock,
         runs,
+        MANY,
     );
     Scaling {
         pattern,
@@ -143,12 +149,13 @@ fn interleave<A: Receiver, B: Receiver>(
     b: Option<Lane<'_, B>>,
     clock: &Clock,
     runs: usize,
+    flows: u32,
 ) -> (Measurement, Measurement) {
     let (a, b) = measure_interleaved(
         a,
         b,
         clock,
-        WARMUP / BURST as u64,
+        warmup(flows) / BURST as u64,
         runs,
         SEGMENTS / BURST as u64,
     );
@@ -193,6 +200,7 @@ fn measure_row(
         r.as_mut().map(|rx| Lane { rx, gen: &mut gr }),
         clock,
         runs,
+        flows,
     );
     Ok(Row {
         pattern,

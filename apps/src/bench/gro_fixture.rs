@@ -70,11 +70,15 @@ pub const HEADER_LEN: usize = 66;
 /// Frame length on the wire (without FCS).
 pub const FRAME_LEN: usize = HEADER_LEN + MSS;
 /// Flow counts of the benchmark's rows.
-pub const FLOW_COUNTS: [u32; 4] = [1, 16, 256, 4096];
+pub const FLOW_COUNTS: [u32; 5] = [1, 16, 256, 4096, 65_536];
 /// Flush windows of the benchmark's rows, in nanoseconds.
 pub const FLUSH_NS: [u64; 3] = [0, 2_000, 100_000];
 /// `rte_gro`'s `max_item_per_flow`: room for a 100 µs window of one flow's segments.
 pub const RTE_ITEMS_PER_FLOW: u16 = 64;
+
+/// The most items an `rte_gro` TCP/IPv4 table holds (DPDK 22.11's
+/// `GRO_TCP4_TBL_MAX_ITEM_NUM`, 1,048,576); its items are one pool the flows share.
+pub const RTE_MAX_ITEMS: u32 = 1 << 20;
 
 /// Offset of the TCP sequence number in the frame.
 const SEQ_AT: usize = 14 + 20 + 4;
@@ -323,14 +327,21 @@ pub struct WeirGro {
     units: u64,
 }
 
+/// The most runs weir's table is given: weir-sink's default (`GroConfig::max_flows`),
+/// which holds one flush window's runs at any flow count (a run lives at most the window).
+pub const WEIR_TABLE_RUNS: u32 = 4096;
+
 impl WeirGro {
     /// weir's GRO for `flows` flows (the table's capacity, as `rte_gro`'s
-    /// `max_flow_num`), runs of up to 64 segments or 65,535 bytes.
+    /// `max_flow_num`, up to [`WEIR_TABLE_RUNS`] as deployed: at 65,536 flows a table
+    /// of 65,536 runs would only spread one window's runs over more memory), runs of up
+    /// to 64 segments or 65,535 bytes. A table that fills flushes its oldest run early
+    /// (counted, `FlushReason::Eviction`), never losing a segment.
     pub fn new(clock: Clock, flows: u32, flush_ns: u64) -> WeirGro {
         WeirGro {
             gro: Gro::new(GroConfig {
                 flush_ns: Duration::from_nanos(flush_ns),
-                max_flows: flows as usize,
+                max_flows: flows.min(WEIR_TABLE_RUNS) as usize,
                 ..GroConfig::default()
             }),
             clock,
@@ -400,10 +411,19 @@ impl RteGro {
     /// A context for TCP/IPv4 with `max_flow_num = flows` and
     /// [`RTE_ITEMS_PER_FLOW`] items per flow, flushing what is `flush_ns` old after each
     /// burst (the window converted to TSC cycles with `clock`).
+    ///
+    /// `max_flow_num` is 16 bits: at 65,536 flows the table has room for 65,535, and the
+    /// items per flow shrink so that the table stays within [`RTE_MAX_ITEMS`] (DPDK cuts
+    /// a larger one to that size; the items are shared by all flows). Neither limits
+    /// these rows: with the flows interleaved, only the flows of one flush window are in
+    /// the table at once.
     pub fn new(eal: &Eal, clock: &Clock, flows: u32, flush_ns: u64) -> dpdk::Result<RteGro> {
         let flows = u16::try_from(flows.max(1)).unwrap_or(u16::MAX);
+        let items = u16::try_from(RTE_MAX_ITEMS / u32::from(flows))
+            .unwrap_or(u16::MAX)
+            .clamp(1, RTE_ITEMS_PER_FLOW);
         Ok(RteGro {
-            ctx: GroCtx::new(eal, flows, RTE_ITEMS_PER_FLOW, 0)?,
+            ctx: GroCtx::new(eal, flows, items, 0)?,
             timeout_cycles: clock.ns_to_cycles(flush_ns),
             out: ArrayVec::new(),
             units: 0,
@@ -516,10 +536,18 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Untimed bursts before each timed chunk: one pass over the flows (one burst per
-/// [`BURST`] flows, at least one).
+/// [`BURST`] flows, at least one), at most [`REWARM_MAX_FLOWS`]' worth. Past that many
+/// flows a pass is not what brings a lane back to its steady state: its flows' state no
+/// longer stays in cache between their segments anyway, and 4,096 segments outlast the
+/// longest flush window's held runs on either side (weir holds a 100 µs window's segments
+/// in about 4,000 of them; `rte_gro` takes far longer per segment). A pass over 65,536
+/// flows before each chunk would take `rte_gro` seconds per chunk at a window above 0.
 pub fn rewarm_bursts(gen: &Generator) -> u64 {
-    gen.flows().div_ceil(BURST).max(1) as u64
+    gen.flows().min(REWARM_MAX_FLOWS).div_ceil(BURST).max(1) as u64
 }
+
+/// See [`rewarm_bursts`].
+pub const REWARM_MAX_FLOWS: usize = 4096;
 
 /// Times one or two implementations on the same input, interleaved: each lane runs
 /// `warmup` untimed bursts, then `chunks` times a chunk of `chunk_bursts` timed bursts,

@@ -72,7 +72,7 @@ enum Cmd {
         hugepages: bool,
     },
     /// weir's GRO beside DPDK's rte_gro on the same bursts of mbufs: ns per segment and
-    /// segments per unit at 1 to 4,096 flows and three flush windows.
+    /// segments per unit at 1 to 65,536 flows and three flush windows.
     Gro {
         /// One JSON object per (implementation, row).
         #[arg(long)]
@@ -81,7 +81,7 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', default_values_t = [String::from("rr"), String::from("train")])]
         pattern: Vec<String>,
         /// Flow counts (comma-separated).
-        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 16, 256, 4096])]
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 16, 256, 4096, 65_536])]
         flows: Vec<u32>,
         /// Flush windows in ns (comma-separated).
         #[arg(long, value_delimiter = ',', default_values_t = [0u64, 2_000, 100_000])]
