@@ -207,6 +207,11 @@ pub trait BufPool {
     /// (RFC 1071 §2: sums are associative; the payload starts at an even offset of the
     /// TCP segment, whose header is a multiple of 4 bytes).
     ///
+    /// `at` is the address of `src.data()[off]` (as an integer), which TCP took when it
+    /// queued `src`: a pool that finds the bytes by where they lie can use it instead of
+    /// reading `src`'s header, which at many flows is cold by the time the segment is
+    /// built.
+    ///
     /// `None` (the default): the pool cannot do it for these bytes, and TCP allocates
     /// with [`BufPool::alloc`] and copies. docs/decisions/send-path.md has the design.
     #[inline(always)]
@@ -216,8 +221,9 @@ pub trait BufPool {
         src: &Self::Buf,
         off: usize,
         len: usize,
+        at: usize,
     ) -> Option<Prefilled<Self::Buf>> {
-        let _ = (hdr_len, src, off, len);
+        let _ = (hdr_len, src, off, len, at);
         None
     }
 }

@@ -520,9 +520,12 @@ impl BufPool for Prefilling {
         src: &VecBuf,
         off: usize,
         len: usize,
+        at: usize,
     ) -> Option<stack::buf::Prefilled<VecBuf>> {
         use stack::buf::PacketBuf;
         let payload = src.data().get(off..off + len)?;
+        // The address TCP took when it queued the buffer is where the bytes are.
+        assert_eq!(at, payload.as_ptr() as usize, "the payload's address");
         let mut b = self.inner.alloc(hdr_len + len)?;
         b.data_mut()[hdr_len..].copy_from_slice(payload);
         self.prefilled += 1;

@@ -282,12 +282,12 @@ impl Shared {
             .is_some_and(|c| m.chain_shared(&refs, c, off, len))
     }
 
-    /// Where `len` bytes at `p` lie in the pattern (their offset in the copy holding
-    /// them), `None` when no copy holds them.
+    /// Where `len` bytes at address `p` lie in the pattern (their offset in the copy
+    /// holding them), `None` when no copy holds them.
     #[inline]
-    fn offset_of(&self, p: *const u8, len: usize) -> Option<usize> {
+    fn offset_of(&self, p: usize, len: usize) -> Option<usize> {
         self.copies.iter().find_map(|c| {
-            let pos = (p as usize).checked_sub(c.data().as_ptr() as usize)?;
+            let pos = p.checked_sub(c.data().as_ptr() as usize)?;
             (pos + len <= c.data().len()).then_some(pos)
         })
     }
@@ -341,14 +341,17 @@ impl BufPool for GenPool {
     fn alloc_with_payload(
         &mut self,
         hdr_len: usize,
-        src: &Mbuf,
-        off: usize,
+        _src: &Mbuf,
+        _off: usize,
         len: usize,
+        at: usize,
     ) -> Option<Prefilled<Mbuf>> {
         let sh = self.shared.as_ref()?;
         let sums = self.sums.as_ref()?;
-        // Where the bytes are in the pattern: a write buffer is a window onto one copy.
-        let pos = sh.offset_of(src.data().as_ptr().wrapping_add(off), len)?;
+        // Where the bytes are in the pattern: a write buffer is a window onto one copy,
+        // and `at` is where in it (taken when TCP queued the buffer, so the buffer's
+        // header is not read again here).
+        let pos = sh.offset_of(at, len)?;
         let start = sums.place(pos);
         if hdr_len == HDR_LEN && start == 0 {
             if let Some((_, stamp)) = &self.stamped {

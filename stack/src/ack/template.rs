@@ -195,10 +195,11 @@ impl AckTemplate {
 
     /// As [`AckTemplate::build_with_payload`] for a segment whose `payload_len` payload
     /// bytes the pool puts in place itself ([`BufPool::alloc_with_payload`]: the bytes
-    /// `src.data()[off..off + payload_len]`, stamped or chained by reference): only the
-    /// headers are written, and the TCP checksum is the headers' sum plus the pool's sum
-    /// of the payload. `more` is added to `f.flags`. `None` when the pool cannot (the
-    /// caller copies instead) or the segment would be too long.
+    /// `src.data()[off..off + payload_len]`, whose first byte is at address `at`,
+    /// stamped or chained by reference): only the headers are written, and the TCP
+    /// checksum is the headers' sum plus the pool's sum of the payload. `more` is added
+    /// to `f.flags`. `None` when the pool cannot (the caller copies instead) or the
+    /// segment would be too long.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn build_prefilled<P: BufPool>(
@@ -208,6 +209,7 @@ impl AckTemplate {
         extra: &[u8],
         src: &P::Buf,
         off: usize,
+        at: usize,
         payload_len: usize,
         more: TcpFlags,
         tx_csum_offload: bool,
@@ -223,7 +225,7 @@ impl AckTemplate {
         let Prefilled {
             mut buf,
             payload_sum,
-        } = pool.alloc_with_payload(hdrs, src, off, payload_len)?;
+        } = pool.alloc_with_payload(hdrs, src, off, payload_len, at)?;
         {
             let d = buf.data_mut().get_mut(..hdrs)?;
             d[..hlen].copy_from_slice(&self.hdr[..hlen]);

@@ -414,11 +414,19 @@ impl<B: PacketBuf> Conn<B> {
     ) -> Option<B> {
         let seq = f.seq;
         if pool.prefills() {
-            if let Some((src, off, psh)) = self.snd.locate(seq, len as usize) {
+            if let Some((src, off, psh, at)) = self.snd.locate(seq, len as usize) {
                 let more = if psh { TcpFlags::PSH } else { TcpFlags::NONE };
-                let b =
-                    self.tmpl
-                        .build_prefilled(pool, f, opt, src, off, len as usize, more, offload);
+                let b = self.tmpl.build_prefilled(
+                    pool,
+                    f,
+                    opt,
+                    src,
+                    off,
+                    at,
+                    len as usize,
+                    more,
+                    offload,
+                );
                 if b.is_some() {
                     return b;
                 }

@@ -82,6 +82,18 @@ pub(crate) struct SndSlice<B> {
     /// Bytes after the slice that `send` may still copy into: a buffer `send` allocated.
     /// Zero for buffers handed over by `send_bufs` (their other bytes are not ours).
     room: u16,
+    /// Where the slice's first byte is in memory (an address, not a pointer: it is only
+    /// handed to the pool, `BufPool::alloc_with_payload`, never read through), taken
+    /// when the buffer was queued, while its header was in cache: a pool that puts a
+    /// segment's payload in place by where it lies then needs no read of a buffer
+    /// header that with many flows has long left the cache by the time the segment is
+    /// built.
+    at: usize,
+}
+
+/// The address of `s`'s first byte ([`SndSlice::at`]).
+fn address_of<B: PacketBuf>(s: &PayloadSlice<B>) -> usize {
+    (s.buf.data().as_ptr() as usize).wrapping_add(usize::from(s.off))
 }
 
 /// Why [`Snd::cut`] sends nothing now.
@@ -417,14 +429,17 @@ impl<B: PacketBuf> Snd<B> {
                 None => break,
             }
             let room = (b.data().len().min(cap) - n) as u16;
+            let s = PayloadSlice {
+                buf: b,
+                off: 0,
+                len: n as u16,
+            };
+            let at = address_of(&s);
             self.q.push_back(SndSlice {
-                s: PayloadSlice {
-                    buf: b,
-                    off: 0,
-                    len: n as u16,
-                },
+                s,
                 push_at: None,
                 room,
+                at,
             });
             taken += n;
         }
@@ -453,10 +468,12 @@ impl<B: PacketBuf> Snd<B> {
         self.reserve();
         for s in chain.drain_front(k) {
             if s.len > 0 {
+                let at = address_of(&s);
                 self.q.push_back(SndSlice {
                     s,
                     push_at: None,
                     room: 0,
+                    at,
                 });
             }
         }
@@ -767,10 +784,15 @@ impl<B: PacketBuf> Snd<B> {
     /// write ends inside them (the segment gets PSH). `false` and nothing copied when
     /// they are not all queued (cannot happen for a cut from [`Snd::cut`]).
     /// The one queued buffer that holds all of `[seq, seq + len)`, with the offset of
-    /// `seq` in its data and whether the segment carries a write's end (PSH), for a pool
-    /// that puts the payload in place itself (`BufPool::alloc_with_payload`). `None`
-    /// when the bytes span buffers (they are copied, [`Snd::copy_out`]) or are not queued.
-    pub(crate) fn locate(&mut self, seq: SeqNumber, len: usize) -> Option<(&B, usize, bool)> {
+    /// `seq` in its data, whether the segment carries a write's end (PSH) and the address
+    /// of `seq`'s byte ([`SndSlice::at`]), for a pool that puts the payload in place
+    /// itself (`BufPool::alloc_with_payload`). `None` when the bytes span buffers (they
+    /// are copied, [`Snd::copy_out`]) or are not queued.
+    pub(crate) fn locate(
+        &mut self,
+        seq: SeqNumber,
+        len: usize,
+    ) -> Option<(&B, usize, bool, usize)> {
         let end = seq + len;
         if len == 0 || seq < self.q_seq || end > self.end {
             return None;
@@ -794,7 +816,13 @@ impl<B: PacketBuf> Snd<B> {
             self.cursor = (i, start);
             let sl = self.q.get(i)?;
             let psh = sl.push_at.is_some_and(|p| p > seq && p <= end);
-            return Some((&sl.s.buf, usize::from(sl.s.off) + (seq - start), psh));
+            let from = seq - start;
+            return Some((
+                &sl.s.buf,
+                usize::from(sl.s.off) + from,
+                psh,
+                sl.at.wrapping_add(from),
+            ));
         }
     }
 
