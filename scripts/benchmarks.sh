@@ -209,7 +209,7 @@ render_e2e() {
     | ($all | map(select(.model != null))) as $h
     | ($all | map(select(.mode != null))) as $rows
     | {"drop": 0, "drop+headers": 1, "stack": 2, "stack --no-gro": 3, "stack --sw-csum": 4} as $order
-    | "weir-gen sends to the receiver over a DPDK ring pair, in one process on two lcores. Model: \($h | first | .model // "not recorded")\(if ($h | map(.model) | uniq_ordered | length) > 1 then " (the runs did not all use the same model)" else "" end). Runs: \($rows | map(.run) | uniq_ordered | length), each \($rows | first | .runs) rounds per case. Cycles are TSC cycles of the receiving (or generating) lcore per segment, in the data phase (every flow's handshake and close left out) where the JSON says so.",
+    | "weir-gen sends to the receiver over a DPDK ring pair, in one process on two lcores. Model: \($h | first | .model // "not recorded")\(if ($h | map(.model) | uniq_ordered | length) > 1 then " (the runs did not all use the same model)" else "" end). Runs: \($rows | map(.run) | uniq_ordered | length), each \($rows | first | .runs) rounds per case. Cycles are TSC cycles of the receiving (or generating) lcore per segment, in the data phase (handshakes and closes left out).",
       "",
       "| flows | mode | M segments/s | Gbit/s | receiver cycles/seg (range) | generator cycles/seg | seg/unit | seg/ACK | retransmits | clean close |",
       "|---:|---|---:|---:|---|---:|---:|---:|---:|---|",
