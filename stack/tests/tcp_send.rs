@@ -589,6 +589,62 @@ fn prefilled_payload_frames_equal_copied_ones() {
     }
 }
 
+/// A buffer the peer has acknowledged in part still hands the pool the address of the
+/// byte a segment starts at (`BufPool::alloc_with_payload`'s `at`): the retransmission
+/// of a segment behind the acknowledged part carries the right bytes. (An address that
+/// stayed at the buffer's old first byte sent other bytes of a shared pattern.)
+#[test]
+fn prefilled_payload_after_a_partial_ack_comes_from_where_the_segment_starts() {
+    let (mut h, id) = established(SynOpts::all());
+    let start = h.our_nxt;
+    let mut chain = PayloadChain::new();
+    let n = 5 * 1448;
+    let mut frame = vec![0xee; 7];
+    frame.extend_from_slice(&bytes(0, n));
+    let s = PayloadSlice {
+        buf: VecBuf::from_vec(frame),
+        off: 7,
+        len: n as u16,
+    };
+    assert!(chain.push(s).is_ok());
+    assert_eq!(h.tcp.send_bufs(h.now, id, &mut chain), Ok(n));
+    let mut pool = Prefilling {
+        inner: stack::mem::VecPool::new(64, 2048),
+        prefilled: 0,
+    };
+    let mut out: stack::driver::Burst<VecBuf> = stack::driver::Burst::new();
+    assert_eq!(h.tcp.poll_tx(h.now, &mut pool, &mut out, false), 5);
+    out.clear();
+    // The first two segments arrive; the rest is lost. The buffer is cut at its front.
+    h.advance(Duration::from_millis(1));
+    h.ack_to(start + 2 * 1448);
+    let _ = h.tx();
+    // The retransmission timer sends the third segment again, from the cut buffer.
+    let rto = h.tcp.info(id).expect("conn").rto;
+    h.now += rto;
+    h.tcp.handle_timeout(h.now);
+    h.tcp.poll_tx(h.now, &mut pool, &mut out, false);
+    let local = stack::wire::LocalAddrs::new(PEER_MAC, Some(PEER_IP4), None);
+    let frames: Vec<Vec<u8>> = out.into_iter().map(VecBuf::into_vec).collect();
+    let rtx = frames
+        .iter()
+        .find_map(|f| {
+            match stack::wire::parse::parse(f, stack::buf::RxChecksum::default(), &local) {
+                stack::wire::parse::Parsed::Tcp(m) if m.seq == start + 2 * 1448 => {
+                    let off = usize::from(m.payload_off);
+                    Some(f[off..off + usize::from(m.payload_len)].to_vec())
+                }
+                _ => None,
+            }
+        })
+        .expect("the third segment is sent again, checksums right");
+    assert_eq!(rtx, bytes(2 * 1448, 1448));
+    assert_eq!(
+        pool.prefilled, 6,
+        "every segment, the retransmission too, put in place"
+    );
+}
+
 /// `set_push(false)`: no segment carries PSH, where by default the last segment of each
 /// write does (RFC 9293 §3.9.1).
 #[test]

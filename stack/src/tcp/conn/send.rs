@@ -523,9 +523,11 @@ impl<B: PacketBuf> Snd<B> {
                 }
                 popped += 1;
             } else {
-                // Part of this buffer is still unacknowledged.
+                // Part of this buffer is still unacknowledged: its first byte, and where
+                // that byte lies, move on.
                 front.s.off += left as u16;
                 front.s.len -= left as u16;
+                front.at = front.at.wrapping_add(left as usize);
                 left = 0;
             }
         }
