@@ -535,29 +535,27 @@ impl RtxQueue {
     ) -> Result<(), SendRefused> {
         let smss = self.smss;
         let n = len as usize + usize::from(fin);
-        let room = self.outstanding() + n <= MAX_OUTSTANDING;
-        if seq == self.nxt && !self.fin_sent && len > 0 && len <= smss && room {
-            if let Some(l) = self.segs.back_mut() {
-                if l.first_tx == now
-                    && l.last_tx == now
-                    && l.retransmits == 0
-                    && l.state == SegState::IN_FLIGHT
-                    && !l.fin
-                    && l.len == u32::from(l.segs).saturating_mul(smss)
-                    && l.len + len <= MAX_UNIT_BYTES
-                {
-                    // Only in flight: the one counter it is in grows.
-                    l.len += len;
-                    l.fin = fin;
-                    l.segs = l.segs.saturating_add(1);
-                    self.in_flight += n;
-                    self.nxt = seq + n;
-                    self.fin_sent = fin;
-                    return Ok(());
-                }
-            }
+        let joins = seq == self.nxt
+            && len > 0
+            && len <= smss
+            && self.outstanding() + n <= MAX_OUTSTANDING
+            && self
+                .segs
+                .back()
+                .is_some_and(|l| self.joins(l, smss, now) && l.len + len <= MAX_UNIT_BYTES);
+        if !joins {
+            return self.on_send(seq, len, fin, now);
         }
-        self.on_send(seq, len, fin, now)
+        if let Some(l) = self.segs.back_mut() {
+            // Only in flight: the one counter it is in grows.
+            l.len += len;
+            l.fin = fin;
+            l.segs = l.segs.saturating_add(1);
+        }
+        self.in_flight += n;
+        self.nxt = seq + n;
+        self.fin_sent = fin;
+        Ok(())
     }
 
     /// The most segments of `len` bytes [`RtxQueue::on_send_run`] takes at `now`: what
