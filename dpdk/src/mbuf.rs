@@ -497,6 +497,10 @@ impl PacketBuf for Mbuf {
     fn prefetch_for_free(&self) {
         prefetch_two_lines(self.as_ptr().cast_const().cast());
     }
+    #[inline(always)]
+    fn prefetch_line(p: *const u8) {
+        prefetch_addr(p);
+    }
     fn data_mut(&mut self) -> &mut [u8] {
         Mbuf::data_mut(self)
     }

@@ -179,6 +179,19 @@ pub trait PacketBuf {
     /// docs/decisions/prefetches.md).
     #[inline(always)]
     fn prefetch_for_free(&self) {}
+
+    /// Hints that the cache line holding `p` will be read soon: the platform's prefetch
+    /// instruction, which never faults, whatever the address, and changes nothing. The
+    /// default does nothing. TCP fetches a connection's table bucket and entry with it a
+    /// frame or two before the frame's segment looks the connection up (the buffer type
+    /// supplies it because `stack` has no unsafe code, as for [`PacketBuf::prefetch_data`]).
+    #[inline(always)]
+    fn prefetch_line(p: *const u8)
+    where
+        Self: Sized,
+    {
+        let _ = p;
+    }
 }
 
 /// A source of empty buffers for building packets (ACKs, SYN-ACKs, ARP replies).

@@ -186,6 +186,32 @@ impl<B: PacketBuf> Tcp<B> {
     pub fn conn_count(&self) -> usize {
         self.conns.len()
     }
+    /// Hints the connection table's bucket that a segment of the flow whose
+    /// [`FlowKey::hash32`](crate::flow::FlowKey::hash32) is `hash` will look up
+    /// ([`PacketBuf::prefetch_line`]): the first of the two dependent misses of a lookup
+    /// when connections outnumber what the cache holds. The pipeline calls it two frames
+    /// ahead and [`Tcp::prefetch_conn`] one frame ahead.
+    #[inline(always)]
+    pub fn prefetch_bucket(&self, hash: u32) {
+        B::prefetch_line(self.conns.head_addr(hash));
+    }
+
+    /// Hints the lines of the connection in the bucket of `hash` (its first entry) that an
+    /// in-order segment reads first: the entry's start (the slot's occupancy), its key, its
+    /// state and receive side, and its ACK state. It reads the bucket's head, so call it
+    /// after [`Tcp::prefetch_bucket`] for the same hash has had time to land.
+    #[inline(always)]
+    pub fn prefetch_conn(&self, hash: u32) {
+        if let Some(c) = self.conns.first_in_bucket(hash) {
+            let line = |p: *const u8| B::prefetch_line(p);
+            line((c as *const Conn<B>).cast());
+            line((&c.flow as *const crate::flow::FlowKey).cast());
+            line((&c.state as *const _ as *const u8).cast());
+            line((&c.rcv as *const _ as *const u8).cast());
+            line((&c.ack as *const crate::ack::AckState).cast());
+        }
+    }
+
     /// Half-open entries.
     pub fn half_open_count(&self) -> usize {
         self.listeners.half_open_count()

@@ -49,6 +49,22 @@ impl<T: Keyed> Table<T> {
         (k.hash32() & self.mask) as usize
     }
 
+    /// The bucket head of the key whose [`FlowKey::hash32`] is `hash`: the first line
+    /// [`Table::find`] reads, for a prefetch.
+    pub(crate) fn head_addr(&self, hash: u32) -> *const u8 {
+        self.heads
+            .as_ptr()
+            .wrapping_add((hash & self.mask) as usize)
+            .cast()
+    }
+
+    /// The first entry of the bucket of `hash` (the one [`Table::find`] compares first,
+    /// and with few entries per bucket the one it finds), for a prefetch of its lines.
+    pub(crate) fn first_in_bucket(&self, hash: u32) -> Option<&T> {
+        let i = *self.heads.get((hash & self.mask) as usize)?;
+        self.slots.get(i as usize)?.as_ref()
+    }
+
     pub(crate) fn find(&self, k: &FlowKey) -> Option<u32> {
         let mut i = *self.heads.get(self.bucket(k))?;
         while i != NIL {

@@ -26,7 +26,7 @@ use super::parse::LocalAddrs;
 use super::tcp;
 use super::{NetMeta, TcpFlags, TcpMeta, TcpOptions, Timestamp, MAX_OPTION_BYTES};
 use crate::buf::{ChecksumStatus, RxChecksum};
-use crate::flow::{FlowKey, NO_VLAN};
+use crate::flow::{FlowKey, FlowWords, NO_VLAN};
 use crate::seq::SeqNumber;
 
 /// `r` moved `by` bytes on.
@@ -100,6 +100,33 @@ pub mod field {
     pub const TS_VAL: Range<usize> = TS_PREFIX.end..TS_PREFIX.end + 4;
     /// TSecr.
     pub const TS_ECR: Range<usize> = TS_VAL.end..TS_VAL.end + 4;
+}
+
+/// The [`FlowKey::hash32`] of the TCP segment in `frame`, for a frame in this module's
+/// layout (IPv4 without options, untagged), read from its addresses and ports alone:
+/// `None` for any other frame. Nothing else is checked (a frame that fails the parse later
+/// only wasted the hint): the pipeline uses it to fetch the segment's connection a frame or
+/// two before the segment reaches TCP.
+#[inline(always)]
+pub fn flow_hash_hint(frame: &[u8]) -> Option<u32> {
+    let h = frame.first_chunk::<{ field::TCP_DST_PORT.end }>()?;
+    let le32 = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    let be16 = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+    if be16(field::ETH_TYPE.start) != ethertype::IPV4
+        || h[field::IP_VER_IHL] != 0x45
+        || h[field::IP_PROTO] != protocol::TCP
+    {
+        return None;
+    }
+    Some(
+        FlowWords::v4(
+            le32(field::IP_SRC.start),
+            be16(field::TCP_SRC_PORT.start),
+            le32(field::IP_DST.start),
+            be16(field::TCP_DST_PORT.start),
+        )
+        .hash32(),
+    )
 }
 
 /// Header bytes of a frame with timestamps (14 + 20 + 32): where its payload starts.
