@@ -868,3 +868,25 @@ proptest! {
         }
     }
 }
+
+// ---- the pipeline's flow-hash hint ------------------------------------------------------
+
+/// The hint the pipeline fetches a connection by is the hash TCP's table looks the
+/// segment's key up with, for every frame in the fast layout; other frames give none.
+#[test]
+fn flow_hash_hint_is_the_hash_of_the_parsed_key() {
+    for (sport, dport) in [(40000, 5001), (1, 65535), (65535, 80)] {
+        let mut f = seg4();
+        f.sport = sport;
+        f.dport = dport;
+        for payload in [&b""[..], b"hello, weir"] {
+            let frame = f.to_vec(payload);
+            let m = tcp_meta(parse(&frame, SW, &local()));
+            assert_eq!(fast::flow_hash_hint(&frame), Some(m.flow.hash32()));
+        }
+    }
+    assert_eq!(fast::flow_hash_hint(&seg6().to_vec(b"x")), None);
+    assert_eq!(fast::flow_hash_hint(&arp_request(PEER_IP4, OUR_IP4)), None);
+    assert_eq!(fast::flow_hash_hint(&echo4(PEER_IP4, b"ping")), None);
+    assert_eq!(fast::flow_hash_hint(&[0u8; 20]), None);
+}

@@ -199,16 +199,23 @@ impl<B: PacketBuf> Tcp<B> {
     /// Hints the lines of the connection in the bucket of `hash` (its first entry) that an
     /// in-order segment reads first: the entry's start (the slot's occupancy), its key, its
     /// state and receive side, and its ACK state. It reads the bucket's head, so call it
-    /// after [`Tcp::prefetch_bucket`] for the same hash has had time to land.
+    /// after [`Tcp::prefetch_bucket`] for the same hash has had time to land. The lines are
+    /// found by their offsets in the slot (`Option<Conn>` keeps the connection at its start,
+    /// `conn_slot_is_the_connection` checks it), not through the slot: reading it would be
+    /// the very miss to hide.
     #[inline(always)]
     pub fn prefetch_conn(&self, hash: u32) {
-        if let Some(c) = self.conns.first_in_bucket(hash) {
-            let line = |p: *const u8| B::prefetch_line(p);
-            line((c as *const Conn<B>).cast());
-            line((&c.flow as *const crate::flow::FlowKey).cast());
-            line((&c.state as *const _ as *const u8).cast());
-            line((&c.rcv as *const _ as *const u8).cast());
-            line((&c.ack as *const crate::ack::AckState).cast());
+        use std::mem::offset_of;
+        if let Some(slot) = self.conns.first_slot_addr(hash) {
+            for at in [
+                0,
+                offset_of!(Conn<B>, flow),
+                offset_of!(Conn<B>, state),
+                offset_of!(Conn<B>, rcv),
+                offset_of!(Conn<B>, ack),
+            ] {
+                B::prefetch_line(slot.wrapping_add(at));
+            }
         }
     }
 
@@ -699,4 +706,21 @@ fn writer<B: PacketBuf>(conns: &mut Table<Conn<B>>, id: ConnId) -> Result<&mut C
         return Err(TcpError::WriteClosed);
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod prefetch_tests {
+    use super::*;
+    use crate::mem::VecBuf;
+
+    /// [`Tcp::prefetch_conn`] finds a connection's lines at their offsets in its table
+    /// slot: that holds while `Option<Conn>` stores its `None` in a niche of the connection
+    /// (the same size), with the connection at the slot's start.
+    #[test]
+    fn conn_slot_is_the_connection() {
+        assert_eq!(
+            std::mem::size_of::<Option<Conn<VecBuf>>>(),
+            std::mem::size_of::<Conn<VecBuf>>()
+        );
+    }
 }

@@ -58,11 +58,13 @@ impl<T: Keyed> Table<T> {
             .cast()
     }
 
-    /// The first entry of the bucket of `hash` (the one [`Table::find`] compares first,
-    /// and with few entries per bucket the one it finds), for a prefetch of its lines.
-    pub(crate) fn first_in_bucket(&self, hash: u32) -> Option<&T> {
-        let i = *self.heads.get((hash & self.mask) as usize)?;
-        self.slots.get(i as usize)?.as_ref()
+    /// Where the first entry of the bucket of `hash` lives (the one [`Table::find`]
+    /// compares first, and with few entries per bucket the one it finds), for a prefetch
+    /// of its lines: the slot's address, found without reading the slot, since a read
+    /// that misses holds up everything after it where a prefetch does not.
+    pub(crate) fn first_slot_addr(&self, hash: u32) -> Option<*const u8> {
+        let i = *self.heads.get((hash & self.mask) as usize)? as usize;
+        (i < self.slots.len()).then(|| self.slots.as_ptr().wrapping_add(i).cast())
     }
 
     pub(crate) fn find(&self, k: &FlowKey) -> Option<u32> {
