@@ -327,3 +327,156 @@ fn a_due_run_takes_the_bursts_segments_before_it_is_flushed() {
         .count();
     assert_eq!(acks, 1);
 }
+
+/// From `CONN_PREFETCH_MIN` connections on, the pipeline fetches each segment's
+/// connection ahead of it by the flow hash it reads from the frame: only hints, so with
+/// more connections than that, flows interleaved one segment at a time (the pattern the
+/// hints are for) and bursts of every length from 1 up, every connection still gets
+/// exactly its own bytes, in order.
+#[test]
+fn above_the_prefetch_threshold_interleaved_flows_each_get_their_own_bytes() {
+    use stack::flow::FlowKey;
+    use stack::pipeline::CONN_PREFETCH_MIN;
+    use std::collections::HashMap;
+
+    let conns = CONN_PREFETCH_MIN + 76;
+    let mut p = Pipeline::new(PipelineConfig {
+        local: LocalAddrs::new(OUR_MAC, Some(OUR_IP4), None),
+        gro: Some(GroConfig::default()),
+        tcp: TcpConfig {
+            max_conns: conns,
+            ..TcpConfig::default()
+        },
+        listen: vec![(5001, AckPolicy::linux())],
+        tx_csum_offload: false,
+    })
+    .expect("pipeline");
+    let mut pool = VecPool::new(256, 2048);
+    let now = Instant::from_nanos(1_000_000);
+    let seg = |sport: u16, seq: u32, ack: u32, flags: TcpFlags, payload: &[u8], opts| {
+        VecBuf::from_vec(
+            TcpFrame {
+                src_mac: PEER_MAC,
+                dst_mac: OUR_MAC,
+                src_ip: IpAddr::V4(PEER_IP4),
+                dst_ip: IpAddr::V4(OUR_IP4),
+                sport,
+                dport: 5001,
+                seq: SeqNumber(seq),
+                ack: SeqNumber(ack),
+                flags,
+                window: 502,
+                opts,
+                ttl: 64,
+                ..TcpFrame::default()
+            }
+            .to_vec(payload),
+        )
+    };
+    // Open every connection: the peer's next sequence number and weir's, by port.
+    let mut next: Vec<(u16, u32, u32)> = Vec::new();
+    for k in 0..conns {
+        let sport = 10_000 + k as u16;
+        let syn_opts = TcpOptions {
+            mss: Some(1460),
+            ..TcpOptions::default()
+        };
+        let mut b = Burst::new();
+        b.push(seg(sport, 1000, 0, TcpFlags::SYN, &[], syn_opts));
+        p.handle_rx_burst(now, &mut b);
+        let out = sent(&mut p, &mut pool, now);
+        let Some(Parsed::Tcp(synack)) = out.first() else {
+            panic!("connection {k}: expected a SYN-ACK, got {out:?}");
+        };
+        let isn = synack.seq.get().wrapping_add(1);
+        let mut b = Burst::new();
+        b.push(seg(
+            sport,
+            1001,
+            isn,
+            TcpFlags::ACK,
+            &[],
+            TcpOptions::default(),
+        ));
+        p.handle_rx_burst(now, &mut b);
+        next.push((sport, 1001, isn));
+    }
+    let _: Vec<Event> = p.tcp().events().collect();
+    assert_eq!(p.tcp().conn_count(), conns);
+
+    // Three rounds of one 100-byte segment per connection, cut into bursts of 1, 2, 3,
+    // ... frames; each payload names its connection and round.
+    let mut sent_bytes: HashMap<u16, Vec<u8>> = HashMap::new();
+    let mut got: HashMap<u16, Vec<u8>> = HashMap::new();
+    let mut frames = Vec::new();
+    for round in 0..3u8 {
+        for (sport, seq, isn) in next.iter_mut() {
+            let payload: Vec<u8> = (0..100u8)
+                .map(|j| j ^ round ^ (*sport as u8) ^ (*sport >> 8) as u8)
+                .collect();
+            frames.push(seg(
+                *sport,
+                *seq,
+                *isn,
+                TcpFlags::ACK,
+                &payload,
+                TcpOptions::default(),
+            ));
+            sent_bytes
+                .entry(*sport)
+                .or_default()
+                .extend_from_slice(&payload);
+            *seq = seq.wrapping_add(100);
+        }
+    }
+    let by_id: HashMap<_, _> = next
+        .iter()
+        .map(|&(sport, ..)| {
+            let id = p
+                .tcp()
+                .lookup(&FlowKey::v4(PEER_IP4, sport, OUR_IP4, 5001))
+                .expect("every connection open");
+            (id, sport)
+        })
+        .collect();
+    let mut frames = frames.into_iter();
+    let mut len = 1;
+    loop {
+        let mut b = Burst::new();
+        for f in frames.by_ref().take(len) {
+            b.push(f);
+        }
+        if b.is_empty() {
+            break;
+        }
+        p.handle_rx_burst(now, &mut b);
+        p.handle_timeout(now + Duration::from_micros(200));
+        for e in p.tcp().events().collect::<Vec<_>>() {
+            if let Event::Readable(id) = e {
+                let sport = by_id[&id];
+                let buf = got.entry(sport).or_default();
+                p.tcp()
+                    .recv(id, |s| {
+                        for x in s {
+                            buf.extend_from_slice(x.bytes());
+                        }
+                        s.iter().map(|x| x.len as usize).sum()
+                    })
+                    .expect("recv");
+            }
+        }
+        let _ = sent(&mut p, &mut pool, now);
+        len = len % 40 + 1;
+    }
+    assert_eq!(got.len(), conns, "every connection read data");
+    for (sport, bytes) in &sent_bytes {
+        assert_eq!(got.get(sport), Some(bytes), "connection from port {sport}");
+    }
+    let drops: Vec<_> = p
+        .tcp()
+        .stats()
+        .drops_iter()
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    assert!(drops.is_empty(), "segments dropped: {drops:?}");
+}
