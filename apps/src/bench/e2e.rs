@@ -258,6 +258,10 @@ struct Sample {
     /// Receiver cycles per frame over the whole run (handshakes and closes included).
     cycles_per_seg_whole_run: f64,
     data_phase_measured: bool,
+    /// Frames the receiver took per loop iteration that did anything, in the data phase
+    /// (the whole run's without the phase snapshots): whether it worked on full bursts
+    /// (up to `MAX_BURST`) or paid each iteration's fixed cost over a few frames.
+    frames_per_busy_iteration: f64,
     seg_per_unit: f64,
     seg_per_ack: f64,
     busy_fraction: f64,
@@ -708,6 +712,13 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         )),
         _ => None,
     };
+    let frames_per_busy_iteration = match r.rx.at_phase.as_slice() {
+        [a, b, ..] => ratio(
+            b.pipeline.rx_packets.saturating_sub(a.pipeline.rx_packets) as f64,
+            b.lp.busy_iterations.saturating_sub(a.lp.busy_iterations) as f64,
+        ),
+        _ => ratio(segs, s.lp.busy_iterations as f64),
+    };
     let tx_dropped_data_phase = match r.rx.at_phase.as_slice() {
         [a, b, ..] => b.lp.tx_dropped.saturating_sub(a.lp.tx_dropped),
         _ => s.lp.tx_dropped,
@@ -730,6 +741,7 @@ fn sample(mode: Mode, flows: u32, r: &RingRun) -> Sample {
         cycles_per_seg: data_phase.unwrap_or(ratio(s.lp.busy_cycles as f64, segs)),
         cycles_per_seg_whole_run: ratio(s.lp.busy_cycles as f64, segs),
         data_phase_measured: data_phase.is_some(),
+        frames_per_busy_iteration,
         seg_per_unit: s.segments_per_unit(),
         seg_per_ack: s.segments_per_ack(),
         busy_fraction: ratio(s.lp.busy_iterations as f64, s.lp.iterations as f64),
@@ -915,6 +927,7 @@ pub fn run(o: &Options) -> Result<()> {
                        "gro_segments_per_unit": m(v, |s| s.seg_per_unit),
                        "segments_per_ack": m(v, |s| s.seg_per_ack),
                        "receiver_busy_fraction": m(v, |s| s.busy_fraction),
+                       "receiver_frames_per_busy_iteration": m(v, |s| s.frames_per_busy_iteration),
                        "generator_cycles_per_segment": m(v, |s| s.gen_cycles_per_seg),
                        "generator_cycles_per_segment_whole_run": m(v, |s| s.gen_cycles_per_seg_whole_run),
                        "gro_bypasses": m(v, |s| s.gro_bypasses as f64),
