@@ -196,8 +196,8 @@ impl<B: PacketBuf> Tcp<B> {
         B::prefetch_line(self.conns.head_addr(hash));
     }
 
-    /// Hints the lines of the connection in the bucket of `hash` (its first entry) that an
-    /// in-order segment reads first: the entry's start (the slot's occupancy), its key, its
+    /// Hints the lines of the connection a lookup of `hash` will read (the first entry of
+    /// its bucket's chain with that hash) that an in-order segment reads first: the entry's start (the slot's occupancy), its key, its
     /// state and receive side, and its ACK state. It reads the bucket's head, so call it
     /// after [`Tcp::prefetch_bucket`] for the same hash has had time to land. The lines are
     /// found by their offsets in the slot (`Option<Conn>` keeps the connection at its start,
@@ -206,7 +206,7 @@ impl<B: PacketBuf> Tcp<B> {
     #[inline(always)]
     pub fn prefetch_conn(&self, hash: u32) {
         use std::mem::offset_of;
-        if let Some(slot) = self.conns.first_slot_addr(hash) {
+        if let Some(slot) = self.conns.tagged_slot_addr(hash) {
             for at in [
                 0,
                 offset_of!(Conn<B>, flow),

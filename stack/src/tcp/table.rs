@@ -12,6 +12,10 @@ pub(crate) trait Keyed {
 
 pub(crate) struct Table<T> {
     slots: Vec<Option<T>>,
+    /// Each slot's key's [`FlowKey::hash32`]: a lookup compares it first, in this dense
+    /// array, and reads an entry only when it matches, so the other entries of a bucket's
+    /// chain cost no miss of their own.
+    tags: Vec<u32>,
     gens: Vec<u32>,
     next: Vec<u32>,
     heads: Vec<u32>,
@@ -28,6 +32,7 @@ impl<T: Keyed> Table<T> {
         slots.resize_with(cap, || None);
         Table {
             slots,
+            tags: vec![0; cap],
             gens: vec![0; cap],
             next: vec![NIL; cap],
             heads: vec![NIL; buckets],
@@ -45,10 +50,6 @@ impl<T: Keyed> Table<T> {
         self.free.is_empty()
     }
 
-    fn bucket(&self, k: &FlowKey) -> usize {
-        (k.hash32() & self.mask) as usize
-    }
-
     /// The bucket head of the key whose [`FlowKey::hash32`] is `hash`: the first line
     /// [`Table::find`] reads, for a prefetch.
     pub(crate) fn head_addr(&self, hash: u32) -> *const u8 {
@@ -58,24 +59,42 @@ impl<T: Keyed> Table<T> {
             .cast()
     }
 
-    /// Where the first entry of the bucket of `hash` lives (the one [`Table::find`]
-    /// compares first, and with few entries per bucket the one it finds), for a prefetch
-    /// of its lines: the slot's address, found without reading the slot, since a read
-    /// that misses holds up everything after it where a prefetch does not.
-    pub(crate) fn first_slot_addr(&self, hash: u32) -> Option<*const u8> {
-        let i = *self.heads.get((hash & self.mask) as usize)? as usize;
+    /// The first slot of `hash`'s chain whose tag is `hash` (the entry [`Table::find`]
+    /// will read, unless two keys share a hash), walking the bucket's chain in the dense
+    /// tag and link arrays only.
+    fn tagged(&self, hash: u32) -> Option<usize> {
+        let mut i = *self.heads.get((hash & self.mask) as usize)?;
+        while i != NIL {
+            let iu = i as usize;
+            if *self.tags.get(iu)? == hash {
+                return Some(iu);
+            }
+            i = *self.next.get(iu)?;
+        }
+        None
+    }
+
+    /// Where the entry a lookup of `hash` will read lives ([`Table::tagged`]), for a
+    /// prefetch of its lines: the slot's address, found without reading the slot, since a
+    /// read that misses holds up everything after it where a prefetch does not.
+    pub(crate) fn tagged_slot_addr(&self, hash: u32) -> Option<*const u8> {
+        let i = self.tagged(hash)?;
         (i < self.slots.len()).then(|| self.slots.as_ptr().wrapping_add(i).cast())
     }
 
     pub(crate) fn find(&self, k: &FlowKey) -> Option<u32> {
-        let mut i = *self.heads.get(self.bucket(k))?;
+        let hash = k.hash32();
+        let mut i = *self.heads.get((hash & self.mask) as usize)?;
         while i != NIL {
-            if let Some(Some(e)) = self.slots.get(i as usize) {
-                if e.key() == k {
-                    return Some(i);
+            let iu = i as usize;
+            if self.tags.get(iu) == Some(&hash) {
+                if let Some(Some(e)) = self.slots.get(iu) {
+                    if e.key() == k {
+                        return Some(i);
+                    }
                 }
             }
-            i = self.next.get(i as usize).copied().unwrap_or(NIL);
+            i = self.next.get(iu).copied().unwrap_or(NIL);
         }
         None
     }
@@ -85,8 +104,10 @@ impl<T: Keyed> Table<T> {
         let Some(i) = self.free.pop() else {
             return Err(v);
         };
-        let b = self.bucket(v.key());
+        let hash = v.key().hash32();
+        let b = (hash & self.mask) as usize;
         let iu = i as usize;
+        self.tags[iu] = hash;
         self.gens[iu] = self.gens[iu].wrapping_add(1);
         self.next[iu] = self.heads[b];
         self.heads[b] = i;
@@ -118,7 +139,7 @@ impl<T: Keyed> Table<T> {
     pub(crate) fn remove(&mut self, i: u32) -> Option<T> {
         let iu = i as usize;
         let k = *self.slots.get(iu)?.as_ref()?.key();
-        let b = self.bucket(&k);
+        let b = (k.hash32() & self.mask) as usize;
         let mut p = NIL;
         let mut c = self.heads[b];
         while c != NIL && c != i {
@@ -138,5 +159,60 @@ impl<T: Keyed> Table<T> {
         // Bump the generation so stale handles stop matching.
         self.gens[iu] = self.gens[iu].wrapping_add(1);
         self.slots[iu].take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    struct E(FlowKey);
+    impl Keyed for E {
+        fn key(&self) -> &FlowKey {
+            &self.0
+        }
+    }
+
+    fn key(port: u16) -> FlowKey {
+        FlowKey::v4(
+            Ipv4Addr::new(198, 18, 0, 1),
+            port,
+            Ipv4Addr::new(198, 18, 0, 2),
+            80,
+        )
+    }
+
+    /// Many keys in few buckets (chains of several entries, each compared by its tag
+    /// first): every key present is found at its own slot, every key removed or never
+    /// inserted is not, through inserts and removals in any order; and the slot a
+    /// prefetch is pointed at is the one the lookup then reads.
+    #[test]
+    fn lookups_follow_the_chains_by_tag_through_inserts_and_removals() {
+        let mut t: Table<E> = Table::new(64);
+        let mut at = std::collections::HashMap::new();
+        for p in 0..64u16 {
+            let (slot, _) = t.insert(E(key(p))).ok().expect("room");
+            at.insert(p, slot);
+        }
+        assert!(t.is_full());
+        for p in (0..64u16).step_by(3) {
+            assert!(t.remove(at[&p]).is_some());
+            at.remove(&p);
+        }
+        for p in 64..80u16 {
+            let (slot, _) = t.insert(E(key(p))).ok().expect("room");
+            at.insert(p, slot);
+        }
+        for p in 0..100u16 {
+            let k = key(p);
+            assert_eq!(t.find(&k), at.get(&p).copied(), "port {p}");
+            if let Some(&slot) = at.get(&p) {
+                let addr = t.tagged_slot_addr(k.hash32()).expect("a tagged slot");
+                let want: *const u8 = (t.slots.as_ptr().wrapping_add(slot as usize)).cast();
+                assert_eq!(addr, want, "port {p}");
+            }
+        }
+        assert_eq!(t.len(), at.len());
     }
 }
