@@ -5,6 +5,15 @@ use crate::flow::FlowKey;
 
 const NIL: u32 = u32::MAX;
 
+/// A bucket: its chain's first slot ([`NIL`] for none) and that slot's tag.
+#[derive(Clone, Copy)]
+struct Head {
+    slot: u32,
+    tag: u32,
+}
+
+const EMPTY: Head = Head { slot: NIL, tag: 0 };
+
 /// Slab entries know their key.
 pub(crate) trait Keyed {
     fn key(&self) -> &FlowKey;
@@ -18,7 +27,10 @@ pub(crate) struct Table<T> {
     tags: Vec<u32>,
     gens: Vec<u32>,
     next: Vec<u32>,
-    heads: Vec<u32>,
+    /// Each bucket's first slot, with that slot's tag beside it: a lookup whose key is
+    /// the bucket's first entry (nearly every one, at two buckets per slot) reads one
+    /// line of this array and then the entry, as before the tags.
+    heads: Vec<Head>,
     mask: u32,
     free: Vec<u32>,
     len: usize,
@@ -35,7 +47,7 @@ impl<T: Keyed> Table<T> {
             tags: vec![0; cap],
             gens: vec![0; cap],
             next: vec![NIL; cap],
-            heads: vec![NIL; buckets],
+            heads: vec![EMPTY; buckets],
             mask: (buckets - 1) as u32,
             free: (0..cap as u32).rev().collect(),
             len: 0,
@@ -60,16 +72,17 @@ impl<T: Keyed> Table<T> {
     }
 
     /// The first slot of `hash`'s chain whose tag is `hash` (the entry [`Table::find`]
-    /// will read, unless two keys share a hash), walking the bucket's chain in the dense
-    /// tag and link arrays only.
+    /// will read, unless two keys share a hash): the bucket's head and its tag, then the
+    /// rest of the chain in the dense tag and link arrays; no entry is read.
     fn tagged(&self, hash: u32) -> Option<usize> {
-        let mut i = *self.heads.get((hash & self.mask) as usize)?;
+        let h = *self.heads.get((hash & self.mask) as usize)?;
+        let (mut i, mut tag) = (h.slot, h.tag);
         while i != NIL {
-            let iu = i as usize;
-            if *self.tags.get(iu)? == hash {
-                return Some(iu);
+            if tag == hash {
+                return Some(i as usize);
             }
-            i = *self.next.get(iu)?;
+            i = *self.next.get(i as usize)?;
+            tag = self.tags.get(i as usize).copied().unwrap_or(0);
         }
         None
     }
@@ -84,17 +97,18 @@ impl<T: Keyed> Table<T> {
 
     pub(crate) fn find(&self, k: &FlowKey) -> Option<u32> {
         let hash = k.hash32();
-        let mut i = *self.heads.get((hash & self.mask) as usize)?;
+        let h = *self.heads.get((hash & self.mask) as usize)?;
+        let (mut i, mut tag) = (h.slot, h.tag);
         while i != NIL {
-            let iu = i as usize;
-            if self.tags.get(iu) == Some(&hash) {
-                if let Some(Some(e)) = self.slots.get(iu) {
+            if tag == hash {
+                if let Some(Some(e)) = self.slots.get(i as usize) {
                     if e.key() == k {
                         return Some(i);
                     }
                 }
             }
-            i = self.next.get(iu).copied().unwrap_or(NIL);
+            i = self.next.get(i as usize).copied().unwrap_or(NIL);
+            tag = self.tags.get(i as usize).copied().unwrap_or(0);
         }
         None
     }
@@ -109,8 +123,8 @@ impl<T: Keyed> Table<T> {
         let iu = i as usize;
         self.tags[iu] = hash;
         self.gens[iu] = self.gens[iu].wrapping_add(1);
-        self.next[iu] = self.heads[b];
-        self.heads[b] = i;
+        self.next[iu] = self.heads[b].slot;
+        self.heads[b] = Head { slot: i, tag: hash };
         self.slots[iu] = Some(v);
         self.len += 1;
         Ok((i, self.gens[iu]))
@@ -141,14 +155,16 @@ impl<T: Keyed> Table<T> {
         let k = *self.slots.get(iu)?.as_ref()?.key();
         let b = (k.hash32() & self.mask) as usize;
         let mut p = NIL;
-        let mut c = self.heads[b];
+        let mut c = self.heads[b].slot;
         while c != NIL && c != i {
             p = c;
             c = self.next[c as usize];
         }
         if c == i {
             if p == NIL {
-                self.heads[b] = self.next[iu];
+                let slot = self.next[iu];
+                let tag = self.tags.get(slot as usize).copied().unwrap_or(0);
+                self.heads[b] = Head { slot, tag };
             } else {
                 self.next[p as usize] = self.next[iu];
             }
