@@ -197,12 +197,12 @@ impl<B: PacketBuf> Tcp<B> {
     }
 
     /// Hints the lines of the connection a lookup of `hash` will read (the first entry of
-    /// its bucket's chain with that hash) that an in-order segment reads first: the entry's start (the slot's occupancy), its key, its
-    /// state and receive side, and its ACK state. It reads the bucket's head, so call it
-    /// after [`Tcp::prefetch_bucket`] for the same hash has had time to land. The lines are
-    /// found by their offsets in the slot (`Option<Conn>` keeps the connection at its start,
-    /// `conn_slot_is_the_connection` checks it), not through the slot: reading it would be
-    /// the very miss to hide.
+    /// its bucket's chain with that tag) that an in-order segment reads first: the entry's
+    /// start (the slot's occupancy), its key, its state and receive side, and its ACK
+    /// state. It reads the bucket's head, so call it after [`Tcp::prefetch_bucket`] for the
+    /// same hash has had time to land. The lines are found by their offsets in the slot
+    /// (`Option<Conn>` keeps the connection at its start, `conn_slot_is_the_connection`
+    /// checks it), not through the slot: reading it would be the very miss to hide.
     #[inline(always)]
     pub fn prefetch_conn(&self, hash: u32) {
         use std::mem::offset_of;

@@ -21,9 +21,9 @@ pub(crate) trait Keyed {
 
 pub(crate) struct Table<T> {
     slots: Vec<Option<T>>,
-    /// Each slot's key's [`FlowKey::hash32`]: a lookup compares it first, in this dense
-    /// array, and reads an entry only when it matches, so the other entries of a bucket's
-    /// chain cost no miss of their own.
+    /// Each slot's key's [`FlowKey::hash32`] (a chain's first slot's is in its bucket too):
+    /// a lookup compares tags and reads an entry only when its tag is the key's hash, so
+    /// the other entries of a bucket's chain cost no miss of their own.
     tags: Vec<u32>,
     gens: Vec<u32>,
     next: Vec<u32>,
