@@ -56,12 +56,24 @@ fn frame(seq: u32, ack: u32, flags: TcpFlags, payload: &[u8], tsval: u32) -> Vec
 }
 
 fn frame_opts(seq: u32, ack: u32, flags: TcpFlags, payload: &[u8], opts: TcpOptions) -> VecBuf {
+    frame_from(40000, seq, ack, flags, payload, opts)
+}
+
+/// A segment of the peer's connection from port `sport` to weir's 5001.
+fn frame_from(
+    sport: u16,
+    seq: u32,
+    ack: u32,
+    flags: TcpFlags,
+    payload: &[u8],
+    opts: TcpOptions,
+) -> VecBuf {
     let f = TcpFrame {
         src_mac: PEER_MAC,
         dst_mac: OUR_MAC,
         src_ip: IpAddr::V4(PEER_IP4),
         dst_ip: IpAddr::V4(OUR_IP4),
-        sport: 40000,
+        sport,
         dport: 5001,
         seq: SeqNumber(seq),
         ack: SeqNumber(ack),
@@ -353,26 +365,7 @@ fn above_the_prefetch_threshold_interleaved_flows_each_get_their_own_bytes() {
     .expect("pipeline");
     let mut pool = VecPool::new(256, 2048);
     let now = Instant::from_nanos(1_000_000);
-    let seg = |sport: u16, seq: u32, ack: u32, flags: TcpFlags, payload: &[u8], opts| {
-        VecBuf::from_vec(
-            TcpFrame {
-                src_mac: PEER_MAC,
-                dst_mac: OUR_MAC,
-                src_ip: IpAddr::V4(PEER_IP4),
-                dst_ip: IpAddr::V4(OUR_IP4),
-                sport,
-                dport: 5001,
-                seq: SeqNumber(seq),
-                ack: SeqNumber(ack),
-                flags,
-                window: 502,
-                opts,
-                ttl: 64,
-                ..TcpFrame::default()
-            }
-            .to_vec(payload),
-        )
-    };
+    let seg = frame_from;
     // Open every connection: the peer's next sequence number and weir's, by port.
     let mut next: Vec<(u16, u32, u32)> = Vec::new();
     for k in 0..conns {

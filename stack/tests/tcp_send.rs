@@ -438,14 +438,7 @@ fn send_bufs_takes_whole_buffers_and_leaves_the_rest() {
     let (mut h, id) = established_cfg(c, SynOpts::all());
     let mut chain = PayloadChain::new();
     for i in 0..3 {
-        let mut frame = vec![0xee; 10];
-        frame.extend_from_slice(&bytes(i * 600, 600));
-        let s = PayloadSlice {
-            buf: VecBuf::from_vec(frame),
-            off: 10,
-            len: 600,
-        };
-        assert!(chain.push(s).is_ok());
+        assert!(chain.push(padded_slice(10, i * 600, 600)).is_ok());
     }
     let n = h.tcp.send_bufs(h.now, id, &mut chain).expect("send_bufs");
     assert_eq!(n, 1200);
@@ -506,6 +499,27 @@ struct Prefilling {
     prefilled: usize,
 }
 
+impl Prefilling {
+    fn new() -> Self {
+        Prefilling {
+            inner: stack::mem::VecPool::new(64, 2048),
+            prefilled: 0,
+        }
+    }
+}
+
+/// `n` bytes of the `bytes` pattern from `from`, in a buffer whose data starts with
+/// `pad` bytes of something else (the slice's offset), as a buffer handed to `send_bufs`.
+fn padded_slice(pad: usize, from: usize, n: usize) -> PayloadSlice<VecBuf> {
+    let mut frame = vec![0xee; pad];
+    frame.extend_from_slice(&bytes(from, n));
+    PayloadSlice {
+        buf: VecBuf::from_vec(frame),
+        off: pad as u16,
+        len: n as u16,
+    }
+}
+
 impl BufPool for Prefilling {
     type Buf = VecBuf;
     fn alloc(&mut self, len: usize) -> Option<VecBuf> {
@@ -549,20 +563,10 @@ fn prefilled_payload_frames_equal_copied_ones() {
         // straddles the two buffers.
         let first = 3 * 1448 - 100;
         for (i, (from, n)) in [(0usize, first), (first, 3620)].into_iter().enumerate() {
-            let mut frame = vec![0xee; 7 + i];
-            frame.extend_from_slice(&bytes(from, n));
-            let s = PayloadSlice {
-                buf: VecBuf::from_vec(frame),
-                off: (7 + i) as u16,
-                len: n as u16,
-            };
-            assert!(chain.push(s).is_ok());
+            assert!(chain.push(padded_slice(7 + i, from, n)).is_ok());
             assert_eq!(h.tcp.send_bufs(h.now, id, &mut chain), Ok(n));
         }
-        let mut pool = Prefilling {
-            inner: stack::mem::VecPool::new(64, 2048),
-            prefilled: 0,
-        };
+        let mut pool = Prefilling::new();
         let mut out: stack::driver::Burst<VecBuf> = stack::driver::Burst::new();
         if prefill {
             h.tcp.poll_tx(h.now, &mut pool, &mut out, false);
@@ -599,19 +603,9 @@ fn prefilled_payload_after_a_partial_ack_comes_from_where_the_segment_starts() {
     let start = h.our_nxt;
     let mut chain = PayloadChain::new();
     let n = 5 * 1448;
-    let mut frame = vec![0xee; 7];
-    frame.extend_from_slice(&bytes(0, n));
-    let s = PayloadSlice {
-        buf: VecBuf::from_vec(frame),
-        off: 7,
-        len: n as u16,
-    };
-    assert!(chain.push(s).is_ok());
+    assert!(chain.push(padded_slice(7, 0, n)).is_ok());
     assert_eq!(h.tcp.send_bufs(h.now, id, &mut chain), Ok(n));
-    let mut pool = Prefilling {
-        inner: stack::mem::VecPool::new(64, 2048),
-        prefilled: 0,
-    };
+    let mut pool = Prefilling::new();
     let mut out: stack::driver::Burst<VecBuf> = stack::driver::Burst::new();
     assert_eq!(h.tcp.poll_tx(h.now, &mut pool, &mut out, false), 5);
     out.clear();

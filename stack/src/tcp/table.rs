@@ -71,46 +71,42 @@ impl<T: Keyed> Table<T> {
             .cast()
     }
 
-    /// The first slot of `hash`'s chain whose tag is `hash` (the entry [`Table::find`]
-    /// will read, unless two keys share a hash): the bucket's head and its tag, then the
-    /// rest of the chain in the dense tag and link arrays; no entry is read.
-    fn tagged(&self, hash: u32) -> Option<usize> {
-        let h = *self.heads.get((hash & self.mask) as usize)?;
+    /// The slots of `hash`'s bucket chain whose tag is `hash`, in chain order: the
+    /// bucket's head and its tag, then the rest of the chain in the dense tag and link
+    /// arrays. No entry is read.
+    fn tagged(&self, hash: u32) -> impl Iterator<Item = u32> + '_ {
+        let h = self
+            .heads
+            .get((hash & self.mask) as usize)
+            .copied()
+            .unwrap_or(EMPTY);
         let (mut i, mut tag) = (h.slot, h.tag);
-        while i != NIL {
-            if tag == hash {
-                return Some(i as usize);
+        core::iter::from_fn(move || {
+            while i != NIL {
+                let at = i;
+                let matches = tag == hash;
+                i = self.next.get(at as usize).copied().unwrap_or(NIL);
+                tag = self.tags.get(i as usize).copied().unwrap_or(0);
+                if matches {
+                    return Some(at);
+                }
             }
-            i = *self.next.get(i as usize)?;
-            tag = self.tags.get(i as usize).copied().unwrap_or(0);
-        }
-        None
+            None
+        })
     }
 
-    /// Where the entry a lookup of `hash` will read lives ([`Table::tagged`]), for a
-    /// prefetch of its lines: the slot's address, found without reading the slot, since a
-    /// read that misses holds up everything after it where a prefetch does not.
+    /// Where the entry a lookup of `hash` will read first lives (the first of
+    /// [`Table::tagged`]), for a prefetch of its lines: the slot's address, found without
+    /// reading the slot, since a read that misses holds up everything after it where a
+    /// prefetch does not.
     pub(crate) fn tagged_slot_addr(&self, hash: u32) -> Option<*const u8> {
-        let i = self.tagged(hash)?;
+        let i = self.tagged(hash).next()? as usize;
         (i < self.slots.len()).then(|| self.slots.as_ptr().wrapping_add(i).cast())
     }
 
     pub(crate) fn find(&self, k: &FlowKey) -> Option<u32> {
-        let hash = k.hash32();
-        let h = *self.heads.get((hash & self.mask) as usize)?;
-        let (mut i, mut tag) = (h.slot, h.tag);
-        while i != NIL {
-            if tag == hash {
-                if let Some(Some(e)) = self.slots.get(i as usize) {
-                    if e.key() == k {
-                        return Some(i);
-                    }
-                }
-            }
-            i = self.next.get(i as usize).copied().unwrap_or(NIL);
-            tag = self.tags.get(i as usize).copied().unwrap_or(0);
-        }
-        None
+        self.tagged(k.hash32())
+            .find(|&i| matches!(self.slots.get(i as usize), Some(Some(e)) if e.key() == k))
     }
 
     /// Inserts and returns `(slot, generation)`, or gives the value back when full.

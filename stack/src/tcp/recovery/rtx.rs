@@ -566,16 +566,22 @@ impl RtxQueue {
             return u32::try_from(free).unwrap_or(u32::MAX);
         }
         let per_unit = (MAX_UNIT_BYTES / len).max(1);
-        let take = match self.segs.back() {
-            Some(l) if self.joins(l, len, now) => {
-                (MAX_UNIT_BYTES - l.len.min(MAX_UNIT_BYTES)) / len
-            }
-            _ => 0,
-        };
+        let take = self.newest_takes(len, now);
         u32::try_from(free)
             .unwrap_or(u32::MAX)
             .saturating_mul(per_unit)
             .saturating_add(take)
+    }
+
+    /// How many more segments of `len` bytes (the SMSS, not 0) sent at `now` the newest
+    /// entry takes before it is a full unit: none when they may not join it.
+    fn newest_takes(&self, len: u32, now: Instant) -> u32 {
+        match self.segs.back() {
+            Some(l) if self.joins(l, len, now) => {
+                (MAX_UNIT_BYTES - l.len.min(MAX_UNIT_BYTES)) / len
+            }
+            _ => 0,
+        }
     }
 
     /// Whether segments of `len` bytes sent at `now` may join the entry `l` (the newest).
@@ -627,12 +633,7 @@ impl RtxQueue {
         }
         let per_unit = (MAX_UNIT_BYTES / len).max(1);
         // How many the newest entry takes, and how many new entries the rest needs.
-        let take = match self.segs.back() {
-            Some(l) if self.joins(l, len, now) => {
-                ((MAX_UNIT_BYTES - l.len.min(MAX_UNIT_BYTES)) / len).min(n)
-            }
-            _ => 0,
-        };
+        let take = self.newest_takes(len, now).min(n);
         let entries = (n - take).div_ceil(per_unit) as usize;
         if self.cap - self.segs.len() < entries {
             return Err(SendRefused::Full);
