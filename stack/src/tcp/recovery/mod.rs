@@ -147,6 +147,7 @@ pub struct ReorderTimeout {
 
 /// One connection's loss detection: the queue, and the recovery algorithms of its
 /// [`LossDetection`] mode. See the module documentation for how the connection calls it.
+#[derive(Clone, Debug)]
 pub struct Recovery {
     q: RtxQueue,
     sb: Scoreboard,
@@ -273,7 +274,77 @@ impl Recovery {
     /// One acceptable ACK, processed in the order of Linux `tcp_ack`: the cumulative ACK,
     /// the SACK blocks (RFC 6675 Update), DupAcks, leaving recovery, loss marking (RACK or
     /// IsLost), entering recovery, the TLP episode.
+    ///
+    /// An ACK that only moves SND.UNA forward over segments sent once, with nothing
+    /// SACKed, lost, probed or waiting on the reordering timer, takes a short path that
+    /// leaves the same state and returns the same outcome ([`Recovery::is_plain_ack`]).
     pub fn on_ack(&mut self, now: Instant, a: &AckInput<'_>) -> Result<AckOutcome, AckRefused> {
+        if self.is_plain_ack(a) {
+            return self.on_plain_ack(now, a);
+        }
+        self.on_any_ack(now, a)
+    }
+
+    /// The ACK needs none of the SACK, recovery and loss-marking steps: Linux `tcp_ack`'s
+    /// fast path (SND.UNA advances and no `FLAG_SLOWPATH` reason holds), on the sender's
+    /// state rather than on the header. In SACK or RACK mode, not in recovery; the ACK
+    /// carries no SACK blocks and moves SND.UNA; nothing outstanding is SACKed, lost or
+    /// was ever retransmitted; no tail loss probe is out and the reordering timer is off.
+    ///
+    /// Why each step then changes nothing:
+    /// - SACK (RFC 6675 Update): no blocks; nothing SACKed, so no reneging, and HighSACKed
+    ///   is cleared as the full path clears it.
+    /// - DupAcks (RFC 6675 §2): SND.UNA moves, so it is no duplicate and DupAcks resets.
+    /// - IsLost (RFC 6675 §4) needs SACKed segments above a hole: there are none.
+    /// - RACK_detect_loss (RFC 8985 §6.2 step 5) marks a segment sent before RACK.xmit_ts.
+    ///   The segments this ACK delivers were sent once and in sequence order, before every
+    ///   segment still outstanding (a unit's pieces share an instant and end lower). A
+    ///   RACK.xmit_ts later than an outstanding segment can only come from a retransmission
+    ///   or a SACK, whose ACK takes the full path. That path then arms the reordering
+    ///   timer or marks the segment lost, and either keeps the next ACKs off this one.
+    /// - TLP (RFC 8985 §7.4): no probe is out, so the ACK tells it nothing.
+    ///
+    /// The property test `prop_plain_acks_take_the_short_path_to_the_same_state` holds the
+    /// two paths to the same state and outcome over random and hostile sequences.
+    pub fn is_plain_ack(&self, a: &AckInput<'_>) -> bool {
+        let q = &self.q;
+        self.mode != LossDetection::NewReno
+            && a.sack.is_empty()
+            && a.ack > q.una()
+            && !self.sb.in_recovery()
+            && q.sacked_segs() == 0
+            && q.lost_segs() == 0
+            && q.never_retransmitted_above() <= q.una()
+            && self.tlp.end_seq().is_none()
+            && self.reorder_timer.is_none()
+    }
+
+    /// [`Recovery::on_ack`] for an ACK [`Recovery::is_plain_ack`] admits: the cumulative
+    /// ACK with RACK's deliveries, DupAcks reset, RACK's step 4 bookkeeping and an RTT
+    /// sample for TLP.
+    fn on_plain_ack(&mut self, now: Instant, a: &AckInput<'_>) -> Result<AckOutcome, AckRefused> {
+        let use_rack = self.mode == LossDetection::Rack;
+        let Recovery { q, sb, rack, .. } = self;
+        let acked = q.on_cumulative_ack_with(a.ack, |s| {
+            if use_rack {
+                rack.on_delivered(s, now, a.tsecr, a.min_rtt);
+            }
+        })?;
+        sb.on_plain_ack();
+        if use_rack {
+            rack.update_reo_wnd(q.una(), q.nxt(), false, false);
+            if acked.rtt_sent.is_some() {
+                self.tlp.on_rtt_sample();
+            }
+        }
+        Ok(AckOutcome {
+            acked,
+            ..AckOutcome::default()
+        })
+    }
+
+    /// [`Recovery::on_ack`]'s full path, for any ACK.
+    fn on_any_ack(&mut self, now: Instant, a: &AckInput<'_>) -> Result<AckOutcome, AckRefused> {
         let Recovery {
             q,
             sb,
@@ -722,6 +793,7 @@ mod tests {
             prop_assert!(s.first_tx() <= s.last_tx());
         }
         prop_assert_eq!(at, nxt);
+        prop_assert!(within(q.never_retransmitted_above(), una, nxt));
         prop_assert_eq!(q.sacked_bytes(), sacked);
         prop_assert_eq!(q.sacked_segs(), sacked_segs);
         prop_assert_eq!(q.lost_segs(), lost);
@@ -756,6 +828,133 @@ mod tests {
         Ok(())
     }
 
+    /// Applies one step to `r` (and to the model's SND.NXT) and checks the invariants. Every
+    /// ACK also goes through the full path on a copy of `r`: both must leave the same state
+    /// and return the same outcome (`plain` counts the ACKs the short path took).
+    fn apply(
+        r: &mut Recovery,
+        op: Op,
+        now: &mut Instant,
+        model_nxt: &mut SeqNumber,
+        plain: &mut u32,
+    ) -> Result<(), TestCaseError> {
+        let srtt = Some(ms(20));
+        *now += Duration::from_micros(100);
+        let now_v = *now;
+        match op {
+            Op::Send { len, fin } => {
+                if r.on_send(*model_nxt, len, fin, now_v).is_ok() {
+                    *model_nxt += len as usize + usize::from(fin);
+                }
+            }
+            Op::Ack {
+                ack,
+                blocks,
+                raw,
+                dup,
+            } => {
+                let mut b: Vec<SackBlock> = blocks
+                    .iter()
+                    .map(|&(l, h)| SackBlock {
+                        left: l.at(r),
+                        right: h.at(r),
+                    })
+                    .collect();
+                if let Some((l, h)) = raw {
+                    b.insert(
+                        0,
+                        SackBlock {
+                            left: SeqNumber(l),
+                            right: SeqNumber(h),
+                        },
+                    );
+                }
+                let a = AckInput {
+                    ack: ack.at(r),
+                    sack: &b,
+                    dup_eligible: dup,
+                    tsecr: Some(Instant::from_nanos(
+                        now_v.as_nanos().saturating_sub(5_000_000),
+                    ))
+                    .filter(|_| dup),
+                    srtt,
+                    min_rtt: ms(1),
+                };
+                let before = r.queue().una();
+                *plain += u32::from(r.is_plain_ack(&a));
+                let mut full = r.clone();
+                let full_out = full.on_any_ack(now_v, &a);
+                let out = r.on_ack(now_v, &a);
+                prop_assert_eq!(
+                    &out,
+                    &full_out,
+                    "the short path's outcome is the full path's"
+                );
+                prop_assert_eq!(
+                    format!("{r:?}"),
+                    format!("{full:?}"),
+                    "the short path leaves the full path's state"
+                );
+                match out {
+                    Ok(o) => {
+                        prop_assert_eq!(o.acked.bytes, r.queue().una() - before);
+                        prop_assert!(o.sack.refused.len() <= 4);
+                    }
+                    Err(_) => prop_assert_eq!(r.queue().una(), before),
+                }
+            }
+            Op::NextSeg { new_data } => {
+                if let Some(NextSeg::Retransmit { seq, .. }) = r.next_seg(new_data) {
+                    prop_assert!(r.on_retransmit(seq, now_v).is_ok());
+                }
+            }
+            Op::Retransmit { pick } => {
+                let q = r.queue();
+                if !q.is_empty() {
+                    let s = *q.get(pick % q.len()).unwrap();
+                    let res = r.on_retransmit(s.seq(), now_v);
+                    prop_assert_eq!(res.is_err(), s.sacked());
+                }
+            }
+            Op::Rto => r.on_rto(),
+            Op::Reorder => {
+                let _ = r.on_reorder_timeout(now_v, srtt, ms(1));
+            }
+            Op::Pto { new_data } => match r.on_pto(new_data) {
+                Probe::NewData => {
+                    if r.on_send(*model_nxt, MSS, false, now_v).is_ok() {
+                        *model_nxt += MSS as usize;
+                        r.on_probe_sent(false);
+                    }
+                }
+                Probe::Retransmit { seq } => {
+                    prop_assert!(r.on_retransmit(seq, now_v).is_ok());
+                    r.on_probe_sent(true);
+                }
+                Probe::Skip(_) => r.on_rtt_sample(),
+            },
+            Op::Wait { ms: d } => *now += ms(d),
+        }
+        check(r, *model_nxt)
+    }
+
+    /// Mostly what a healthy connection sees (sends, ACKs that move SND.UNA, some of them
+    /// several segments at once, time passing), with every kind of trouble now and then.
+    fn mostly_plain_op() -> impl Strategy<Value = Op> {
+        let plain_ack = (1u16..=1000).prop_map(|f| Op::Ack {
+            ack: Edge::Frac(f),
+            blocks: Vec::new(),
+            raw: None,
+            dup: false,
+        });
+        prop_oneof![
+            6 => (1u32..2500).prop_map(|len| Op::Send { len, fin: false }),
+            8 => plain_ack,
+            3 => (0u64..30).prop_map(|ms| Op::Wait { ms }),
+            2 => op(),
+        ]
+    }
+
     proptest! {
         #[test]
         fn prop_hostile_acks_and_sacks_keep_the_invariants(
@@ -770,77 +969,59 @@ mod tests {
         ) {
             let start = SeqNumber(start);
             let mut r = Recovery::new(cap, start, MSS, mode);
-            let mut model_nxt = start;
-            let mut now = t(1);
-            let srtt = Some(ms(20));
+            let (mut model_nxt, mut now, mut plain) = (start, t(1), 0);
             for op in ops {
-                now += Duration::from_micros(100);
-                match op {
-                    Op::Send { len, fin } => {
-                        if r.on_send(model_nxt, len, fin, now).is_ok() {
-                            model_nxt += len as usize + usize::from(fin);
-                        }
-                    }
-                    Op::Ack { ack, blocks, raw, dup } => {
-                        let mut b: Vec<SackBlock> = blocks
-                            .iter()
-                            .map(|&(l, h)| SackBlock { left: l.at(&r), right: h.at(&r) })
-                            .collect();
-                        if let Some((l, h)) = raw {
-                            b.insert(0, SackBlock { left: SeqNumber(l), right: SeqNumber(h) });
-                        }
-                        let a = AckInput {
-                            ack: ack.at(&r),
-                            sack: &b,
-                            dup_eligible: dup,
-                            tsecr: Some(Instant::from_nanos(now.as_nanos().saturating_sub(5_000_000)))
-                                .filter(|_| dup),
-                            srtt,
-                            min_rtt: ms(1),
-                        };
-                        let before = r.queue().una();
-                        match r.on_ack(now, &a) {
-                            Ok(o) => {
-                                prop_assert_eq!(o.acked.bytes, r.queue().una() - before);
-                                prop_assert!(o.sack.refused.len() <= 4);
-                            }
-                            Err(_) => prop_assert_eq!(r.queue().una(), before),
-                        }
-                    }
-                    Op::NextSeg { new_data } => {
-                        if let Some(NextSeg::Retransmit { seq, .. }) = r.next_seg(new_data) {
-                            prop_assert!(r.on_retransmit(seq, now).is_ok());
-                        }
-                    }
-                    Op::Retransmit { pick } => {
-                        let q = r.queue();
-                        if !q.is_empty() {
-                            let s = *q.get(pick % q.len()).unwrap();
-                            let res = r.on_retransmit(s.seq(), now);
-                            prop_assert_eq!(res.is_err(), s.sacked());
-                        }
-                    }
-                    Op::Rto => r.on_rto(),
-                    Op::Reorder => {
-                        let _ = r.on_reorder_timeout(now, srtt, ms(1));
-                    }
-                    Op::Pto { new_data } => match r.on_pto(new_data) {
-                        Probe::NewData => {
-                            if r.on_send(model_nxt, MSS, false, now).is_ok() {
-                                model_nxt += MSS as usize;
-                                r.on_probe_sent(false);
-                            }
-                        }
-                        Probe::Retransmit { seq } => {
-                            prop_assert!(r.on_retransmit(seq, now).is_ok());
-                            r.on_probe_sent(true);
-                        }
-                        Probe::Skip(_) => r.on_rtt_sample(),
-                    },
-                    Op::Wait { ms: d } => now += ms(d),
-                }
-                check(&r, model_nxt)?;
+                apply(&mut r, op, &mut now, &mut model_nxt, &mut plain)?;
             }
         }
+
+        #[test]
+        fn prop_plain_acks_take_the_short_path_to_the_same_state(
+            mode in prop_oneof![Just(LossDetection::Sack), Just(LossDetection::Rack)],
+            start in prop_oneof![any::<u32>(), (0u32..20_000).prop_map(|d| u32::MAX - d)],
+            cap in 4usize..48,
+            ops in prop::collection::vec(mostly_plain_op(), 20..200),
+        ) {
+            let start = SeqNumber(start);
+            let mut r = Recovery::new(cap, start, MSS, mode);
+            let (mut model_nxt, mut now, mut plain) = (start, t(1), 0);
+            for op in ops {
+                apply(&mut r, op, &mut now, &mut model_nxt, &mut plain)?;
+            }
+        }
+    }
+
+    /// The short path is taken where it should be, and left where it must not be.
+    #[test]
+    fn plain_ack_is_the_in_order_ack_outside_recovery() {
+        let mut r = sent(LossDetection::Rack, 4);
+        assert!(r.is_plain_ack(&input(1000, &[])));
+        assert!(!r.is_plain_ack(&input(0, &[])), "SND.UNA does not move");
+        assert!(
+            !r.is_plain_ack(&input(1000, &[blk(2000, 3000)])),
+            "SACK blocks"
+        );
+        let o = r.on_ack(t(50), &input(1000, &[])).unwrap();
+        assert_eq!((o.acked.bytes, o.acked.rtt_sent), (1000, Some(t(0))));
+        // A SACK leaves a hole: the next ACKs take the full path while anything is SACKed.
+        r.on_ack(t(51), &input(1000, &[blk(2000, 3000)])).unwrap();
+        assert!(!r.is_plain_ack(&input(2000, &[])));
+        r.on_ack(t(52), &input(4000, &[])).unwrap();
+        // A retransmission outstanding keeps the full path until it is acknowledged. Then
+        // RACK finds the segments sent before the retransmission late, and its reordering
+        // timer keeps the full path until they are acknowledged too.
+        let mut r = sent(LossDetection::Rack, 3);
+        r.on_retransmit(SeqNumber(0), t(10)).unwrap();
+        assert!(!r.is_plain_ack(&input(1000, &[])));
+        let o = r.on_ack(t(60), &input(1000, &[])).unwrap();
+        assert!(o.reorder_timer.is_some());
+        assert!(!r.is_plain_ack(&input(2000, &[])));
+        r.on_ack(t(61), &input(3000, &[])).unwrap();
+        r.on_send(r.queue().nxt(), MSS, false, t(62)).unwrap();
+        assert!(
+            r.is_plain_ack(&input(4000, &[])),
+            "everything since was sent once"
+        );
+        assert!(!sent(LossDetection::NewReno, 2).is_plain_ack(&input(1000, &[])));
     }
 }

@@ -247,6 +247,7 @@ pub struct Acked {
 }
 
 /// The retransmission queue. See the module documentation.
+#[derive(Clone, Debug)]
 pub struct RtxQueue {
     segs: VecDeque<SentSeg>,
     cap: usize,
@@ -330,7 +331,8 @@ impl RtxQueue {
         self.rtx_hi = start;
     }
 
-    /// Every segment that ends above this was never retransmitted, so from there on the
+    /// Every segment that ends above this was never retransmitted (it lies in [SND.UNA,
+    /// SND.NXT]; SND.UNA when nothing outstanding was), so from there on the
     /// queue is in send-time order (what lets RACK stop early, as Linux's walk of its
     /// time-sorted `tsorted_sent_queue` does).
     pub fn never_retransmitted_above(&self) -> SeqNumber {
@@ -767,6 +769,12 @@ impl RtxQueue {
             break;
         }
         self.una = ack;
+        // Kept within [SND.UNA, SND.NXT], so that comparing it with a sequence number
+        // stays meaningful however far the stream has run since the last retransmission
+        // (sequence comparison wraps at 2^31).
+        if self.rtx_hi < ack {
+            self.rtx_hi = ack;
+        }
         Ok(acked)
     }
 

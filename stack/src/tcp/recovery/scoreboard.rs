@@ -219,6 +219,14 @@ impl Scoreboard {
         })
     }
 
+    /// What [`Scoreboard::on_ack`] does for an ACK that moved SND.UNA with no SACK blocks
+    /// and nothing SACKed, outside recovery (the caller made the cumulative ACK): no
+    /// HighSACKed, and DupAcks back to 0 (RFC 6675 §5).
+    pub fn on_plain_ack(&mut self) {
+        self.high_sacked = None;
+        self.dupacks = 0;
+    }
+
     /// Update() for the SACK blocks of an ACK whose cumulative ACK (`ack`) the queue has
     /// already processed: validates each block, tells a D-SACK, and marks the segments a
     /// valid block covers as SACKed, in sequence order. At most [`MAX_SACK_BLOCKS`] blocks
