@@ -133,12 +133,12 @@ const POOL_MBUFS: u32 = 16_383;
 const RX_POOL_MBUFS: u32 = 98_303;
 /// The most flows the rig is sized for: `weir-bench e2e`'s largest default row. Its
 /// pool of payload references for the stack sender's write buffers holds every flow's
-/// send buffer full at this many flows ([`refs_for`]: 64 KiB per flow in buffers of
-/// 8,688 bytes, 10 each, 655,424 in all; 41,024 at 4,096 flows). A reference is an mbuf
-/// without a data room (about 190 bytes with its pool header): about 125 MB of DPDK
-/// memory. (Above 4,096 flows the stack sender's send buffers are 17,376 bytes, see
-/// `Rig::gen_config`, and need half of that.) With more flows than this, some flows'
-/// writes wait for others' to be acknowledged.
+/// send buffer full at this many flows ([`refs_for`]: 64 KiB per flow in buffers of half
+/// that, 5 each with the margin, 327,680 in all; 20,480 at 4,096 flows). A reference
+/// is an mbuf without a data room (about 190 bytes with its pool header): about 62 MB of
+/// DPDK memory. (Above 4,096 flows the stack sender's send buffers are 17,376 bytes, see
+/// `Rig::gen_config`.) With more flows than this, some flows' writes wait for others' to
+/// be acknowledged.
 pub const MAX_FLOWS: u32 = 65_536;
 /// weir-sink's defaults (`--gro-flush-ns`, `--max-flows`, `--rcvbuf`).
 pub const FLUSH_NS: u64 = 20_000;
@@ -160,6 +160,7 @@ fn refs_for(flows: u32) -> u32 {
     let cfg = GenConfig {
         flows,
         mss: MSS,
+        pattern_period: u32::from(MSS),
         ..GenConfig::default()
     };
     crate::gen::engine::slices_needed(&cfg).min(u64::from(u32::MAX >> 1)) as u32
@@ -572,10 +573,10 @@ impl Rig {
             // Every flow open before the data phase: at 65,536 flows the handshakes take
             // seconds, and a row must measure all its flows at once.
             open_first: true,
-            // Above 4,096 flows, two write buffers of six segments each (17,376 bytes)
-            // per flow: at 65,536 flows still 1.1 GB written ahead, but the close (every
-            // flow sends what it has written, then its FIN) takes seconds, not tens.
-            snd_buf: (flows > 4096).then_some(2 * crate::gen::engine::slice_span(MSS) as u32),
+            // Above 4,096 flows, 12 segments (17,376 bytes) of send buffer per flow: at
+            // 65,536 flows still 1.1 GB written ahead, but the close (every flow sends
+            // what it has written, then its FIN) takes seconds, not tens.
+            snd_buf: (flows > 4096).then_some(12 * u32::from(MSS)),
             seed: 0x5eed ^ u64::from(flows),
             ..GenConfig::default()
         }
@@ -1198,8 +1199,10 @@ mod tests {
 
     #[test]
     fn the_rig_holds_every_flows_send_buffer_at_its_largest_row() {
-        assert_eq!(refs_for(4096), 41_024);
-        assert_eq!(refs_for(MAX_FLOWS), 655_424);
+        // Send buffers of 64 KiB at both counts, in buffers of half that (two, and three
+        // more for write ends and refusals), and one chain in flight.
+        assert_eq!(refs_for(4096), 4096 * 5 + 64);
+        assert_eq!(refs_for(MAX_FLOWS), 65_536 * 5 + 64);
     }
 
     #[test]

@@ -44,7 +44,7 @@ use stack::tcp::{ConnId, ConnectOpts, Event, State, TcpConfig};
 use stack::time::{Duration, Instant};
 use stack::wire::LocalAddrs;
 
-use super::payload::MAX_PAYLOAD;
+use super::payload::slice_room;
 use super::sender::{CwndSummary, GenStats, ARP_GIVE_UP};
 use super::{GenConfig, Interleave, PshMode};
 use crate::net::Resolver;
@@ -52,17 +52,24 @@ use crate::net::Resolver;
 /// Where a write's buffers come from: slices of the payload pattern, by reference.
 pub trait PayloadSource<B> {
     /// A buffer holding `len` bytes of the pattern from `start`, its place in the
-    /// pattern's period (`start < period`, `len <= MAX_PAYLOAD`), or `None` when none is
+    /// pattern's period (`start < period`, `len <= slice_room(period)`), or `None` when none is
     /// free now (the write waits for the next iteration).
     fn slice(&mut self, start: usize, len: u16) -> Option<PayloadSlice<B>>;
 }
 
-/// The longest stretch of stream one write buffer covers: the most whole segments that
-/// fit in [`MAX_PAYLOAD`] (6 x 1448 = 8688 bytes), so that buffer boundaries fall on
-/// segment boundaries and a full segment never spans two buffers of one write.
-pub fn slice_span(mss: u16) -> u64 {
-    let mss = u64::from(mss.max(1));
-    (MAX_PAYLOAD as u64 / mss).max(1) * mss
+/// The longest stretch of stream one write buffer of `cfg`'s flows covers, in whole
+/// segments (so that buffer boundaries fall on segment boundaries and a full segment never
+/// spans two buffers of one write), at least one:
+/// - at most one slice of the laid-out pattern ([`slice_room`]: 44 x 1,448 = 63,712 bytes
+///   at a period of 1,448);
+/// - at most half the flow's send buffer ([`snd_buf_of`]). The send buffer takes a buffer
+///   whole or not at all, and a flow should write again once half of it is acknowledged,
+///   as Linux's `sk_stream_write_space` wakes a writer at half.
+pub fn slice_span(cfg: &GenConfig) -> u64 {
+    let mss = u64::from(cfg.mss.max(1));
+    let room = slice_room(cfg.pattern_period as usize) as u64;
+    let half = u64::from(snd_buf_of(cfg)) / 2;
+    (room.min(half) / mss).max(1) * mss
 }
 
 /// Send buffer of each connection: the core's budget of [`SEND_BUDGET`] bytes shared by
@@ -86,7 +93,7 @@ pub const SEND_BUDGET: u64 = 64 << 20;
 /// [`slice_span`]-sized buffers (and two short ones at write ends), plus one write's
 /// chain in flight to `send_bufs` (what it refuses is freed at once).
 pub fn slices_needed(cfg: &GenConfig) -> u64 {
-    let per = u64::from(snd_buf_of(cfg)) / slice_span(cfg.mss) + 3;
+    let per = u64::from(snd_buf_of(cfg)) / slice_span(cfg) + 3;
     u64::from(cfg.flows) * per + MAX_CHAIN as u64
 }
 
@@ -308,7 +315,7 @@ impl<B: PacketBuf> Gen<B> {
             .then(|| Resolver::new(cfg.src_mac, cfg.flow_ip(0).0, cfg.dst(), ARP_GIVE_UP));
         Ok(Gen {
             dst_mac: cfg.dst_mac,
-            span: slice_span(cfg.mss),
+            span: slice_span(&cfg),
             flows: vec![
                 Flow {
                     id: None,

@@ -25,6 +25,29 @@ pub const MAX_PAYLOAD: usize = 9216;
 /// Largest pattern period [`Payload::with_period`] accepts.
 pub const MAX_PERIOD: usize = 65_536;
 
+/// How long the pattern is laid out at least: as long as one mbuf's 16-bit buffer holds
+/// with its headroom (65,280 + 128 bytes). A write buffer that refers to the pattern can
+/// then cover up to [`slice_room`] bytes of stream (44 segments of 1,448 bytes at a
+/// period of 1,448), so a 64 KiB write takes two references instead of eight: each
+/// reference costs an mbuf, an attach with its atomic count, a detach and a send-buffer
+/// slice.
+pub const LAYOUT_MIN: usize = 65_280;
+
+/// The length of the laid-out pattern of period `period` (clamped as
+/// [`Payload::with_period`] clamps it): one period plus [`MAX_PAYLOAD`] (and two) bytes,
+/// so that any segment is one contiguous slice, and at least [`LAYOUT_MIN`].
+pub fn layout_len(period: usize) -> usize {
+    let period = period.clamp(1, MAX_PERIOD);
+    (period + MAX_PAYLOAD + 2).max(LAYOUT_MIN)
+}
+
+/// The most stream bytes one slice of the laid-out pattern of period `period` covers from
+/// any place in the period ([`Payload::bytes_from`], [`Payload::sum_from`]): at least
+/// [`MAX_PAYLOAD`].
+pub fn slice_room(period: usize) -> usize {
+    layout_len(period) - period.clamp(1, MAX_PERIOD) - 2
+}
+
 /// Byte `off` of every flow's stream.
 #[inline]
 pub fn pattern_byte(off: u64) -> u8 {
@@ -60,8 +83,9 @@ pub fn stream_digest_in(len: u64, period: usize) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The pattern laid out once (one period plus [`MAX_PAYLOAD`], so any segment is one
-/// contiguous slice) with prefix sums of its 16-bit words.
+/// The pattern laid out once ([`layout_len`] bytes: any segment, and any write buffer of
+/// up to [`slice_room`] bytes, is one contiguous slice) with prefix sums of its 16-bit
+/// words.
 pub struct Payload {
     period: usize,
     /// `ceil(2^64 / period)`, for [`Payload::place`]'s remainder without a division
@@ -96,7 +120,7 @@ impl Payload {
     /// The same for a pattern of period `period` (clamped to 1..=[`MAX_PERIOD`]).
     pub fn with_period(period: usize) -> Payload {
         let period = period.clamp(1, MAX_PERIOD);
-        let len = period + MAX_PAYLOAD + 2;
+        let len = layout_len(period);
         let buf: Vec<u8> = (0..len as u64)
             .map(|i| pattern_byte_in(i, period))
             .collect();
@@ -104,7 +128,8 @@ impl Payload {
         let mut acc = 0u32;
         pre.push(0);
         for w in buf.chunks_exact(2) {
-            // At most ~37,400 words of at most 0xffff: below 2^32.
+            // At most ~37,400 words (a period of 65,536 plus MAX_PAYLOAD) of at most
+            // 0xffff: below 2^32.
             acc += u32::from(u16::from_be_bytes([w[0], w[1]]));
             pre.push(acc);
         }
@@ -132,7 +157,7 @@ impl Payload {
         }
     }
 
-    /// The whole laid-out pattern: one period plus [`MAX_PAYLOAD`] (and two) bytes, so the
+    /// The whole laid-out pattern, [`layout_len`] bytes, so the
     /// bytes at stream offset `off` start at `off % period` (what a copy of it shared by
     /// reference must hold, see [`super::pool::GenPool::with_shared`]).
     pub fn as_bytes(&self) -> &[u8] {
@@ -152,7 +177,7 @@ impl Payload {
         (off % self.period as u64) as usize
     }
 
-    /// The `len` payload bytes at stream offset `off` (`len` ≤ [`MAX_PAYLOAD`]).
+    /// The `len` payload bytes at stream offset `off` (`len` ≤ [`slice_room`]).
     #[inline]
     pub fn bytes(&self, off: u64, len: usize) -> &[u8] {
         self.bytes_from(self.start(off), len)
@@ -176,10 +201,10 @@ impl Payload {
     }
 
     /// [`Payload::sum`] at an offset whose place in the period is `start`
-    /// (< [`Payload::period`]; `len` ≤ [`MAX_PAYLOAD`]; 0 outside those).
+    /// (< [`Payload::period`]; `len` ≤ [`slice_room`]; 0 outside those).
     #[inline]
     pub fn sum_from(&self, start: usize, len: usize) -> u16 {
-        if start >= self.period || len > MAX_PAYLOAD {
+        if start >= self.period || len > self.buf.len() - self.period - 2 {
             return 0;
         }
         if start % 2 == 0 {
@@ -256,7 +281,38 @@ mod tests {
         }
         assert!(p.bytes_from(1448, 1).is_empty());
         assert_eq!(p.sum_from(1448, 1), 0);
-        assert_eq!(p.sum_from(0, MAX_PAYLOAD + 1), 0);
+        let room = slice_room(1448);
+        assert_eq!(p.sum_from(0, room + 1), 0);
+        assert!(p.bytes_from(1447, layout_len(1448) - 1446).is_empty());
+    }
+
+    /// A write buffer's slice may be as long as the room the layout leaves past any place
+    /// in the period, and its bytes and sum are the stream's there.
+    #[test]
+    fn write_buffers_up_to_the_slice_room_are_one_slice() {
+        for period in [1usize, 1448, PERIOD, 60_000, MAX_PERIOD] {
+            let p = Payload::with_period(period);
+            let room = slice_room(period);
+            assert!(room >= MAX_PAYLOAD, "period {period}: room {room}");
+            assert_eq!(p.as_bytes().len(), layout_len(period));
+            let last = period - 1;
+            for (start, len) in [(0, room), (last, room), (last, 1), (period / 2, room - 1)] {
+                let b = p.bytes_from(start, len);
+                assert_eq!(b.len(), len, "period {period} start {start} len {len}");
+                let want = checksum::fold(checksum::add(0, b)) % 0xffff;
+                assert_eq!(p.sum_from(start, len) % 0xffff, want, "period {period}");
+                assert_eq!(
+                    b[len - 1],
+                    pattern_byte_in((start + len - 1) as u64, period)
+                );
+            }
+        }
+        // At the MSS as period, a buffer holds 44 whole segments of 1,448 bytes.
+        assert_eq!(slice_room(1448) / 1448, 44);
+        assert!(
+            layout_len(1448) + 128 <= usize::from(u16::MAX),
+            "one mbuf holds it"
+        );
     }
 
     #[test]
