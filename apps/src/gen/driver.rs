@@ -213,18 +213,24 @@ pub trait Engine {
     fn finish(&mut self, pool: &GenPool) -> (GenStats, CwndSummary);
 }
 
+/// Calls `f` on each received frame in order, with the lines it reads fetched ahead. The
+/// ACKs were written on the receiver's core: their descriptors are fetched together first,
+/// and each frame's header lines while the one before it is handled.
+fn each_fetched_ahead(rx: &mut Burst<Mbuf>, mut f: impl FnMut(&mut Mbuf)) {
+    for b in rx.iter() {
+        b.prefetch_descriptor();
+    }
+    for i in 0..rx.len() {
+        if let Some(next) = rx.get(i + 1) {
+            next.prefetch_data();
+        }
+        f(&mut rx[i]);
+    }
+}
+
 impl Engine for Sender {
     fn rx(&mut self, now: Instant, rx: &mut Burst<Mbuf>) {
-        // The ACKs were written on the receiver's core: their descriptors are fetched
-        // together, and each frame's header lines while the one before it is handled.
-        for b in rx.iter() {
-            b.prefetch_descriptor();
-        }
-        for i in 0..rx.len() {
-            if let Some(next) = rx.get(i + 1) {
-                next.prefetch_data();
-            }
-            let b = &mut rx[i];
+        each_fetched_ahead(rx, |b| {
             // Any frame but a ring peer's keeps the port's verdicts; what the port did
             // not check, the sender verifies in software.
             let csum = if b.complete_tx_checksums() {
@@ -233,7 +239,7 @@ impl Engine for Sender {
                 b.rx_checksum()
             };
             self.handle_rx(now, b.data(), csum);
-        }
+        });
         Mbuf::free_burst(rx);
     }
     fn poll(&mut self, now: Instant, _pool: &mut GenPool) {
@@ -264,21 +270,12 @@ impl Engine for Sender {
 
 impl Engine for Gen<Mbuf> {
     fn rx(&mut self, now: Instant, rx: &mut Burst<Mbuf>) {
-        // The ACKs were written on the receiver's core, and the NIC model reads each one
-        // whole: their descriptors are fetched together, and each frame's header lines
-        // while the one before it is completed, as the hand-rolled sender does.
-        for b in rx.iter() {
-            b.prefetch_descriptor();
-        }
-        for i in 0..rx.len() {
-            if let Some(next) = rx.get(i + 1) {
-                next.prefetch_data();
-            }
-            let b = &mut rx[i];
+        // The NIC model reads each ACK whole before the stack sees it.
+        each_fetched_ahead(rx, |b| {
             if b.complete_tx_checksums() {
                 b.set_received(GOOD);
             }
-        }
+        });
         self.handle_rx_burst(now, rx);
     }
     fn poll(&mut self, now: Instant, pool: &mut GenPool) {

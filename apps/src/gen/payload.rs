@@ -169,6 +169,12 @@ impl Payload {
         self.period
     }
 
+    /// [`slice_room`] of this pattern's period, from the layout's length.
+    #[inline]
+    fn slice_room(&self) -> usize {
+        self.buf.len() - self.period - 2
+    }
+
     /// Where stream offset `off` falls in the period: the `start` that
     /// [`Payload::bytes_from`] and [`Payload::sum_from`] take (one 64-bit division; a
     /// caller stepping through a stream can keep the period's last multiple instead).
@@ -204,7 +210,7 @@ impl Payload {
     /// (< [`Payload::period`]; `len` ≤ [`slice_room`]; 0 outside those).
     #[inline]
     pub fn sum_from(&self, start: usize, len: usize) -> u16 {
-        if start >= self.period || len > self.buf.len() - self.period - 2 {
+        if start >= self.period || len > self.slice_room() {
             return 0;
         }
         if start % 2 == 0 {
@@ -295,6 +301,7 @@ mod tests {
             let room = slice_room(period);
             assert!(room >= MAX_PAYLOAD, "period {period}: room {room}");
             assert_eq!(p.as_bytes().len(), layout_len(period));
+            assert_eq!(p.slice_room(), room, "period {period}");
             let last = period - 1;
             for (start, len) in [(0, room), (last, room), (last, 1), (period / 2, room - 1)] {
                 let b = p.bytes_from(start, len);
